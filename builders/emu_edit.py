@@ -1,0 +1,163 @@
+"""Emu Edit test-set generations (Meta, ``facebook/emu_edit_test_set_generations``).
+
+Raw release: a local copy of the Hugging Face dataset as ``huggingface_hub`` downloads it
+(``data/<split>-XXXXX-of-YYYYY.parquet``, or ``<split>/*.parquet``) or as ``datasets``'
+``save_to_disk`` writes it. The pair is ``image`` -> ``edited_image``, the caption is the
+``instruction`` and the category the ``task``. Images are copied as the parquet's encoded
+bytes. The release's split names are kept (``validation``: 3589 rows, ``test``: 2022) and,
+because ``idx`` restarts in every split, ``pair_id`` is ``<split>_<idx>`` with ``idx`` kept
+as its own column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from datasets import Value
+
+from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
+from idc_toolkit.cards import citations
+from idc_toolkit.errors import RawFormatError
+from idc_toolkit.report import BuildReport
+from idc_toolkit.schema import PairRecord, pair_features
+
+#: the task names documented on the Emu Edit dataset card; others found in the data are appended
+EMU_TASKS = ("background", "global", "style", "remove", "add", "local", "texture")
+RELEASE_SPLITS = ("train", "validation", "test")
+REQUIRED_COLUMNS = ("instruction", "image", "edited_image", "task", "idx")
+
+RAW_LAYOUT = """\
+RAW/                                    (a local copy of facebook/emu_edit_test_set_generations)
+  data/validation-00000-of-0000N.parquet   columns: instruction, image, edited_image, task, idx,
+  data/test-00000-of-0000N.parquet                  input_caption, output_caption, hash, model, split
+  (or a datasets.save_to_disk folder: dataset_dict.json + <split>/*.arrow)
+"""
+
+
+def find_emu_files(raw_dir: Path) -> dict[str, list[Path]]:
+    """Parquet (or arrow) files of a local Emu Edit copy, per release split."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(raw_dir.rglob("*.parquet")) + sorted(raw_dir.rglob("*.arrow")):
+        stem = path.name.split("-")[0].split(".")[0]
+        split = stem if stem in RELEASE_SPLITS else path.parent.name
+        if split in RELEASE_SPLITS:
+            found.setdefault(split, []).append(path)
+    if not found:
+        raise RawFormatError(raw_dir, f"no Emu Edit parquet/arrow files found. Expected layout:\n{RAW_LAYOUT}")
+    return {s: found[s] for s in RELEASE_SPLITS if s in found}
+
+
+def _table_batches(path: Path, columns: list[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.suffix == ".parquet":
+        pf = pq.ParquetFile(path)
+        names = pf.schema_arrow.names
+        missing = [c for c in REQUIRED_COLUMNS if c not in names]
+        if missing and columns is None:
+            raise RawFormatError(path, f"missing column(s) {missing}; found {names}")
+        for batch in pf.iter_batches(batch_size=64, columns=columns):
+            yield batch.to_pylist()
+    else:  # datasets' save_to_disk arrow stream
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_stream(source).read_all()
+        if columns is not None:
+            table = table.select(columns)
+        for batch in table.to_batches(max_chunksize=64):
+            yield batch.to_pylist()
+
+
+def iter_emu_rows(files: list[Path]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """Yield ``(file, row number, row)`` for every row of the given files, in file order."""
+    for path in files:
+        n = 0
+        for rows in _table_batches(path):
+            for row in rows:
+                yield str(path), n, row
+                n += 1
+
+
+def image_bytes(cell: Any) -> bytes | None:
+    if isinstance(cell, dict):
+        return cell.get("bytes")
+    return cell if isinstance(cell, (bytes, bytearray)) else None
+
+
+@dataclass
+class EmuEditConfig(BuilderConfig):
+    """Emu Edit has no options."""
+
+
+class EmuEdit(PairBuilder):
+    name = "emu_edit"
+    config_class = EmuEditConfig
+    split_map = {"train": "train", "validation": "validation", "test": "test"}
+    extra_features = {
+        "idx": Value("int64"),
+        "input_caption": Value("string"),
+        "output_caption": Value("string"),
+        "hash": Value("string"),
+        "model": Value("string"),
+    }
+    extra_docs = {
+        "idx": "the release's row index (restarts in every split)",
+        "input_caption": "caption of the input image (release)",
+        "output_caption": "caption of the intended output image (release)",
+        "hash": "the release's image hash",
+        "model": "the editing model that generated `after`",
+    }
+    card = CardMeta(
+        pretty_name="Emu Edit test set generations",
+        description=(
+            "MagicBrush-derived input images, an editing instruction, and the image Emu Edit generated "
+            "for it. As an IDC pair: before = input image, after = edited image, caption = instruction, "
+            "category = the edit task."
+        ),
+        license="cc-by-nc-4.0",
+        license_note="CC BY-NC 4.0, as stated on the facebook/emu_edit_test_set_generations dataset card.",
+        homepage="https://huggingface.co/datasets/facebook/emu_edit_test_set_generations",
+        download="huggingface-cli download facebook/emu_edit_test_set_generations --repo-type dataset --local-dir RAW",
+        raw_layout=RAW_LAYOUT,
+        citation=citations.EMU_EDIT,
+        category_note="`category` is the release's `task` column; the documented tasks come first, any other value found is appended.",
+    )
+
+    def check_raw(self) -> None:
+        super().check_raw()
+        self._files = find_emu_files(self.raw_dir)
+
+    def split_names(self) -> list[str]:
+        return list(getattr(self, "_files", None) or find_emu_files(self.raw_dir))
+
+    def features(self):
+        tasks = list(EMU_TASKS)
+        for files in find_emu_files(self.raw_dir).values():
+            for path in files:
+                for rows in _table_batches(path, columns=["task"]):
+                    for row in rows:
+                        if isinstance(row["task"], str) and row["task"] not in tasks:
+                            tasks.append(row["task"])
+        return pair_features(tasks, self.extra_features)
+
+    def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
+        for file, n, row in iter_emu_rows(find_emu_files(self.raw_dir)[split]):
+            record = f"row {n} (idx {row.get('idx')})"
+            before, after = image_bytes(row.get("image")), image_bytes(row.get("edited_image"))
+            if not before or not after:
+                report.skip(split, file, record, "image or edited_image has no bytes")
+                continue
+            if not isinstance(row.get("instruction"), str) or not isinstance(row.get("idx"), int):
+                report.skip(split, file, record, "instruction or idx missing")
+                continue
+            yield PairRecord(
+                pair_id=f"{split}_{row['idx']}",
+                before=before,
+                after=after,
+                captions=[row["instruction"]],
+                category=row.get("task"),
+                extra={k: row.get(k) for k in self.extra_features},
+                source=f"{file}#{record}",
+            )

@@ -1,0 +1,80 @@
+"""``idc-build NAME --raw RAW_DIR --out OUT_DIR``: a raw release -> a Hub-ready dataset folder."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from ..errors import IDCError
+
+
+def parse_size(text: str) -> int:
+    """``500MB`` / ``2GB`` / ``1048576`` -> bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?)?\s*", text, re.I)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500MB)")
+    unit = (m.group(2) or "").upper().rstrip("B").rstrip("I")
+    return int(float(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit])
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="idc-build",
+        description="Build an image-difference-captioning dataset from its original raw release.",
+    )
+    p.add_argument("name", nargs="?", help="dataset builder (see --list)")
+    p.add_argument("--list", action="store_true", help="list the builders and exit")
+    p.add_argument("--raw", help="folder of the raw release")
+    p.add_argument("--out", help="output folder (parquet shards, README.md card, build_report.json)")
+    p.add_argument("--strict", action="store_true", help="fail on the first skipped or repaired record")
+    p.add_argument("--overwrite", action="store_true", help="replace an output folder that holds another build")
+    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="parquet shard size (default 500MB)")
+    p.add_argument("--verify-images", choices=["fast", "full"], default="fast",
+                   help="fast: structural checks without decoding; full: decode every image")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="builder option (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    from ..builders import BUILDERS
+
+    if args.list:
+        for name, cls in sorted(BUILDERS.items()):
+            print(f"{name:15s} {cls.card.pretty_name}")
+        return 0
+    if not args.name or not args.raw or not args.out:
+        make_parser().error("NAME, --raw and --out are required (or --list)")
+    from ..build import build_dataset, make_builder
+
+    try:
+        overrides = dict(kv.split("=", 1) for kv in args.config)
+    except ValueError:
+        print("idc-build: error: --config takes KEY=VALUE", file=sys.stderr)
+        return 2
+    try:
+        builder = make_builder(args.name, args.raw, overrides)
+        result = build_dataset(
+            builder,
+            args.out,
+            strict=args.strict,
+            overwrite=args.overwrite,
+            max_shard_bytes=args.max_shard_size,
+            verify_images=args.verify_images,
+            progress=not args.no_progress,
+        )
+    except IDCError as exc:
+        print(f"idc-build: error: {exc}", file=sys.stderr)
+        return 1
+    if result.already_built:
+        print(f"{args.out} already holds this build; nothing to do (use --overwrite to rebuild)")
+    else:
+        print(("resumed and finished " if result.resumed else "built ") + str(result.out_dir))
+    print(result.report.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
