@@ -1,0 +1,57 @@
+"""BLEU-1..4 as coco-caption computes it: corpus-level, "closest" reference length.
+
+Pairs are cooked once with pycocoevalcap's own ``cook_refs``/``cook_test``; a group's score is
+pycocoevalcap's own ``BleuScorer.compute_score`` over that group's cooked pairs, which is
+exactly what a separate run on the group computes (BLEU's corpus totals are sums over pairs).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+class BleuCache:
+    def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
+        from pycocoevalcap.bleu.bleu_scorer import cook_refs, cook_test
+
+        self.crefs = [cook_refs(list(r)) for r in references]
+        self.ctest = [cook_test(h, c) for h, c in zip(hypotheses, self.crefs)]
+
+    def score(self, indices: Sequence[int]) -> tuple[list[float], list[list[float]]]:
+        """``[B1..B4]`` and per-pair ``[[B1 per pair], ..., [B4 per pair]]`` for a group."""
+        from pycocoevalcap.bleu.bleu_scorer import BleuScorer
+
+        scorer = BleuScorer(n=4)
+        scorer.crefs = [self.crefs[i] for i in indices]
+        scorer.ctest = [self.ctest[i] for i in indices]
+        if not scorer.ctest:
+            return [0.0] * 4, [[] for _ in range(4)]
+        score, per_pair = scorer.compute_score(option="closest", verbose=0)
+        return [float(s) for s in score], per_pair
+
+    def sufficient_statistics(self) -> np.ndarray:
+        """Per pair: testlen, closest reflen, guess[1..4], correct[1..4] (for bootstrap)."""
+        rows = []
+        for comps in self.ctest:
+            testlen = comps["testlen"]
+            reflen = min((abs(l - testlen), l) for l in comps["reflen"])[1]
+            rows.append([testlen, reflen, *comps["guess"], *comps["correct"]])
+        return np.array(rows, dtype=np.float64)
+
+
+def bleu_from_totals(totals: np.ndarray) -> np.ndarray:
+    """BLEU-1..4 from summed sufficient statistics, rows = resamples (BleuScorer's formula)."""
+    tiny, small = 1e-15, 1e-9
+    totals = np.atleast_2d(totals)
+    testlen, reflen = totals[:, 0], totals[:, 1]
+    guess, correct = totals[:, 2:6], totals[:, 6:10]
+    out = np.empty((totals.shape[0], 4))
+    bleu = np.ones(totals.shape[0])
+    for k in range(4):
+        bleu = bleu * (correct[:, k] + tiny) / (guess[:, k] + small)
+        out[:, k] = bleu ** (1.0 / (k + 1))
+    ratio = (testlen + tiny) / (reflen + small)
+    penalty = np.where(ratio < 1, np.exp(1 - 1 / np.where(ratio < 1, ratio, 1.0)), 1.0)
+    return out * penalty[:, None]

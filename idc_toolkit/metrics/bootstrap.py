@@ -1,0 +1,111 @@
+"""Bootstrap confidence intervals and the paired bootstrap test (pairs are resampled).
+
+What one resample recomputes, per metric:
+
+* BLEU-1..4: the corpus score from the resampled pairs' summed n-gram counts and lengths
+  (the "closest" reference length of a pair does not depend on the other pairs), so every
+  resample is an exact coco-caption BLEU of that multiset of pairs.
+* METEOR: METEOR's own corpus score of the resampled pairs' summed statistics (one summed
+  statistics line per resample, all resamples scored by the same JVM in one ``EVAL``): an
+  exact METEOR of that multiset.
+* ROUGE-L, SPICE: the mean of the resampled per-pair scores (what their corpus score is).
+* CIDEr: the mean of the resampled per-pair CIDEr-D, with the document frequencies of the
+  full group held fixed (recomputing IDF on a multiset with duplicated pairs would count a
+  duplicated pair's references twice, which no real test set has).
+
+Intervals are the 2.5th and 97.5th percentiles over the resamples. The paired test
+resamples the same pairs for both systems and reports the two-sided p-value
+``min(1, 2 * min(P(d* <= 0), P(d* >= 0)))`` of the per-resample difference d* (Koehn 2004).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from .bleu import bleu_from_totals
+from .meteor import MeteorProcess, stats_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import PairCache, ScoreResult
+
+
+def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_resamples x n`` matrix: how often each pair is drawn in each resample."""
+    draws = rng.integers(0, n, size=(n_resamples, n))
+    counts = np.zeros((n_resamples, n), dtype=np.float64)
+    rows = np.repeat(np.arange(n_resamples), n)
+    np.add.at(counts, (rows, draws.ravel()), 1.0)
+    return counts
+
+
+def metric_samples(
+    cache: "PairCache", idx: list[int], weights: np.ndarray, meteor: Optional[MeteorProcess]
+) -> dict[str, np.ndarray]:
+    """Every metric of every resample of the group ``idx`` (rows of ``weights``)."""
+    out: dict[str, np.ndarray] = {}
+    n = len(idx)
+    if cache.bleu is not None:
+        stats = cache.bleu.sufficient_statistics()[idx]
+        bleu = bleu_from_totals(weights @ stats)
+        out.update({f"Bleu_{k + 1}": bleu[:, k] for k in range(4)})
+    if cache.meteor_stats is not None and meteor is not None:
+        summed = weights @ cache.meteor_stats[idx]
+        _, values = meteor.evaluate([stats_line(row) for row in summed])
+        out["METEOR"] = np.array(values)
+    if cache.rouge is not None:
+        out["ROUGE_L"] = weights @ cache.rouge[idx] / n
+    if cache.cider is not None:
+        _, per_pair = cache.cider.score(idx)
+        out["CIDEr"] = weights @ per_pair / n
+    if cache.spice is not None:
+        vals = cache.spice[idx]
+        ok = ~np.isnan(vals)
+        out["SPICE"] = (weights @ np.where(ok, vals, 0.0)) / np.maximum(weights @ ok.astype(float), 1.0)
+    return out
+
+
+def bootstrap_intervals(
+    result: "ScoreResult", meteor: Optional[MeteorProcess], n_resamples: int, seed: int
+) -> dict[str, dict[str, tuple[float, float]]]:
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    for k, (gname, idx) in enumerate(result.group_indices.items()):
+        if len(idx) < 2:
+            continue
+        rng = np.random.default_rng([seed, k])
+        weights = resample_counts(len(idx), n_resamples, rng)
+        samples = metric_samples(result.cache, idx, weights, meteor)
+        intervals[gname] = {
+            m: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for m, v in samples.items()
+        }
+    return intervals
+
+
+def paired_test(
+    cache_a: "PairCache",
+    cache_b: "PairCache",
+    meteor_a: Optional[MeteorProcess],
+    meteor_b: Optional[MeteorProcess],
+    idx: list[int],
+    n_resamples: int,
+    seed: int,
+) -> dict[str, dict[str, float]]:
+    """Per metric: mean resampled difference A - B, its 95% interval and the p-value."""
+    rng = np.random.default_rng(seed)
+    weights = resample_counts(len(idx), n_resamples, rng)
+    sa = metric_samples(cache_a, idx, weights, meteor_a)
+    sb = metric_samples(cache_b, idx, weights, meteor_b)
+    out = {}
+    for metric in sa:
+        if metric not in sb:
+            continue
+        d = sa[metric] - sb[metric]
+        p = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
+        out[metric] = {
+            "mean_difference": float(np.mean(d)),
+            "ci_low": float(np.percentile(d, 2.5)),
+            "ci_high": float(np.percentile(d, 97.5)),
+            "p_value": p,
+        }
+    return out

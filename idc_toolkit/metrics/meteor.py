@@ -1,0 +1,145 @@
+"""METEOR 1.5 through pycocoevalcap's bundled jar, with one JVM per evaluation.
+
+coco-caption semantics: for each pair one ``SCORE ||| ref1 ||| ... ||| hyp`` line gives the
+pair's sufficient statistics; one ``EVAL ||| stats ||| ...`` line then gives every segment's
+score and the corpus score, which METEOR computes from the *summed* statistics. So a group
+score is one ``EVAL`` over that group's cached statistics: identical to a separate
+pycocoevalcap run on the group, without restarting the JVM (7 s: it loads the paraphrase
+table) or re-aligning any segment.
+
+What pycocoevalcap gets wrong and this module does not: ``SCORE`` lines are pipelined by a
+writer thread instead of one blocking round trip each; every read has a timeout; a dead or
+confused JVM (out of memory, protocol desync) raises :class:`EvaluationError` with its stderr
+instead of a ``ValueError`` followed by a deadlock in ``Meteor.__del__``.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import threading
+from typing import Optional, Sequence
+
+from ..errors import EvaluationError
+from .java import java_executable, pycocoevalcap_dir
+
+METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
+
+
+def score_line(hypothesis: str, references: Sequence[str]) -> str:
+    """The ``SCORE`` line pycocoevalcap's ``Meteor._stat`` sends, byte for byte."""
+    hypothesis = hypothesis.replace("|||", "").replace("  ", " ")
+    return " ||| ".join(("SCORE", " ||| ".join(references), hypothesis))
+
+
+class MeteorProcess:
+    """One METEOR JVM; start it early, it loads in the background while Python works."""
+
+    def __init__(self, timeout: float = 300.0):
+        self.timeout = timeout
+        self._stderr: list[bytes] = []
+        try:
+            self._proc = subprocess.Popen(
+                [java_executable(), *METEOR_ARGS],
+                cwd=str(pycocoevalcap_dir() / "meteor"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise EvaluationError(f"cannot start METEOR: {exc}") from None
+        self._lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._stderr.append(line)
+            del self._stderr[:-50]
+
+    def _fail(self, what: str) -> EvaluationError:
+        self.close()
+        tail = b"".join(self._stderr).decode(errors="replace").strip()[-2000:]
+        return EvaluationError(f"METEOR {what}" + (f"; its stderr ends with:\n{tail}" if tail else ""))
+
+    def _readline(self) -> str:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise self._fail(f"gave no answer within {self.timeout:.0f} s (killed)") from None
+        if line is None:
+            raise self._fail(f"exited unexpectedly (exit code {self._proc.wait()})")
+        return line.decode().strip()
+
+    def _write_all(self, lines: list[str], errors: list[BaseException]) -> None:
+        try:
+            assert self._proc.stdin is not None
+            for line in lines:
+                self._proc.stdin.write((line + "\n").encode())
+            self._proc.stdin.flush()
+        except BaseException as exc:  # broken pipe: the reader reports the JVM's death
+            errors.append(exc)
+
+    def _exchange(self, lines: list[str], n_answers: int) -> list[str]:
+        errors: list[BaseException] = []
+        writer = threading.Thread(target=self._write_all, args=(lines, errors), daemon=True)
+        writer.start()
+        answers = [self._readline() for _ in range(n_answers)]
+        writer.join()
+        return answers
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
+        """Sufficient statistics of every (hypothesis, references) segment, in order."""
+        lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
+        stats = self._exchange(lines, len(lines))
+        for i, s in enumerate(stats):
+            try:
+                [float(x) for x in s.split()]
+            except ValueError:
+                raise self._fail(f"answered {s[:80]!r} for segment {i}: protocol out of step") from None
+        return stats
+
+    def evaluate(self, stats: Sequence[str]) -> tuple[float, list[float]]:
+        """Corpus score and segment scores of ``stats`` (one ``EVAL`` line)."""
+        if not stats:
+            return 0.0, []
+        answers = self._exchange(["EVAL ||| " + " ||| ".join(stats)], len(stats) + 1)
+        try:
+            values = [float(a) for a in answers]
+        except ValueError:
+            raise self._fail("returned a non-numeric EVAL answer: protocol out of step") from None
+        return values[-1], values[:-1]
+
+    def close(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            if proc.stdin:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> "MeteorProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def stats_line(row) -> str:
+    """A statistics line from summed statistics: METEOR's corpus score is a function of the
+    summed statistics (MeteorStats.addStats), so one summed line scores a whole group."""
+    return " ".join(repr(float(v)) for v in row)

@@ -1,0 +1,24 @@
+"""Caption hygiene before the Java tools see a caption.
+
+pycocoevalcap writes one caption per line for the PTB tokenizer and splits its output on
+``\\n`` only. The Java tokenizer, however, also starts a new line at ``\\r``, ``\\v``, ``\\f``,
+U+0085, U+2028 and U+2029, so one such character silently shifts every later caption onto
+the wrong image (measured: no error, keys still match). A ``\\n`` that reaches METEOR
+desynchronises its line protocol. Every such separator becomes a space here.
+"""
+
+from __future__ import annotations
+
+import re
+
+LINE_SEPARATORS = "\r\n\x0b\x0c\x85\u2028\u2029"
+_SEPARATORS = re.compile("[" + re.escape(LINE_SEPARATORS) + "]")
+
+
+def sanitize_caption(text: str) -> str:
+    """Replace every line/paragraph separator by a space (nothing else changes)."""
+    return _SEPARATORS.sub(" ", text)
+
+
+def has_separator(text: str) -> bool:
+    return _SEPARATORS.search(text) is not None
