@@ -1,0 +1,267 @@
+"""Scoring any predictions file: reading predictions and references, checking that they fit.
+
+Predictions: a JSON dict ``{pair_id: caption}``, a coco results list
+``[{"image_id": ..., "caption": ...}]``, or JSON Lines with ``pair_id`` (or ``image_id``) and
+``caption``. References: a dataset written by ``idc-build`` (its ``captions`` and
+``category`` columns), anything ``load_dataset`` takes, or a coco-caption annotation file
+with an optional category map.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.metrics.text import has_separator
+from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
+
+MAX_LISTED = 20
+
+
+@dataclass
+class References:
+    captions: dict[str, list[str]]  # pair_id -> references, in dataset order
+    categories: dict[str, Optional[str]]  # pair_id -> category name (or None)
+    source: str
+    fingerprint: str = ""
+    #: category names in the dataset's own order (ClassLabel order), for the tables
+    category_order: list[str] = field(default_factory=list)
+
+
+def _listed(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:MAX_LISTED])
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > MAX_LISTED else "")
+
+
+def _caption(value: Any, where: str) -> str:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, str):
+        raise EvaluationError(f"{where}: the caption must be a string, found {type(value).__name__}")
+    return value
+
+
+def load_predictions(path: Path | str) -> dict[str, str]:
+    """Read a predictions file in any of the three formats; ids become strings."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationError(f"{path}: predictions file not found")
+    text = path.read_text(encoding="utf-8")
+    preds: dict[str, str] = {}
+    duplicates: list[str] = []
+
+    def add(pid: Any, caption: Any, where: str) -> None:
+        if pid is None:
+            raise EvaluationError(f"{where}: no 'pair_id' / 'image_id'")
+        key = str(pid)
+        if key in preds:
+            duplicates.append(key)
+        preds[key] = _caption(caption, where)
+
+    lines_mode = path.suffix == ".jsonl"
+    data: Any = None
+    if not lines_mode:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            lines_mode = True  # several JSON values: JSON Lines
+    if lines_mode:
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvaluationError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise EvaluationError(f"{path}: line {lineno}: expected an object with pair_id and caption")
+            add(obj.get("pair_id", obj.get("image_id")), obj.get("caption"), f"{path}: line {lineno}")
+    elif isinstance(data, dict):
+        for pid, caption in data.items():
+            add(pid, caption, f"{path}: key {pid!r}")
+    elif isinstance(data, list):
+        for i, obj in enumerate(data):
+            if not isinstance(obj, dict):
+                raise EvaluationError(f"{path}: item {i} is not an object")
+            add(obj.get("image_id", obj.get("pair_id")), obj.get("caption"), f"{path}: item {i}")
+    else:
+        raise EvaluationError(f"{path}: expected a dict, a coco results list or JSON lines")
+    if duplicates:
+        raise EvaluationError(f"{path}: several predictions for pair(s) {_listed(sorted(set(duplicates)))}")
+    return preds
+
+
+def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[str]]) -> str:
+    h = hashlib.sha256()
+    for pid, refs in captions.items():
+        h.update(json.dumps([pid, refs, categories.get(pid)]).encode())
+    return h.hexdigest()[:16]
+
+
+def _category_map(path: Path | str) -> dict[str, str]:
+    """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
+    if all(isinstance(v, list) for v in data.values()):
+        return {str(pid): cat for cat, ids in data.items() for pid in ids}
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
+    """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvaluationError(f"{path}: references file not found") from None
+    except json.JSONDecodeError as exc:
+        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
+        raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
+    captions: dict[str, list[str]] = {}
+    for i, ann in enumerate(data["annotations"]):
+        if not isinstance(ann, dict) or "image_id" not in ann:
+            raise EvaluationError(f"{path}: annotation {i} has no image_id")
+        captions.setdefault(str(ann["image_id"]), []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
+    cats = _category_map(category_map) if category_map else {}
+    categories = {pid: cats.get(pid) for pid in captions}
+    order = list(dict.fromkeys(c for c in categories.values() if c is not None))
+    return References(captions, categories, str(path), _fingerprint(captions, categories), order)
+
+
+def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID) -> References:
+    """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id).
+
+    A local ``idc-build`` folder is read straight from its parquet shards, only the id,
+    captions and category columns, so no image is decoded or copied into a cache.
+    """
+    from datasets import ClassLabel
+
+    local = Path(dataset)
+    shards = sorted((local / "data").glob(f"{split}-*.parquet")) if local.is_dir() else []
+    if shards:
+        import pyarrow.parquet as pq
+        from datasets import Features
+
+        schema = pq.read_schema(shards[0])
+        features = Features.from_arrow_schema(schema)
+        cols = [c for c in (id_column, CAPTIONS, CATEGORY) if c in schema.names]
+        rows: dict[str, list] = {c: [] for c in cols}
+        for shard in shards:
+            table = pq.read_table(shard, columns=cols)
+            for c in cols:
+                rows[c].extend(table.column(c).to_pylist())
+    else:
+        from datasets import load_dataset
+
+        try:
+            ds = load_dataset(dataset, split=split)
+        except ValueError as exc:
+            raise EvaluationError(f"{dataset}: cannot load split {split!r}: {exc}") from None
+        features = ds.features
+        cols = [c for c in (id_column, CAPTIONS, CATEGORY) if c in ds.column_names]
+        rows = {c: list(ds[c]) for c in cols}
+    for needed in (id_column, CAPTIONS):
+        if needed not in rows:
+            raise EvaluationError(f"{dataset}: split {split!r} has no {needed!r} column")
+    names = features[CATEGORY].names if isinstance(features.get(CATEGORY), ClassLabel) else None
+    captions: dict[str, list[str]] = {}
+    categories: dict[str, Optional[str]] = {}
+    for k, pid in enumerate(rows[id_column]):
+        pid = str(pid)
+        if pid in captions:
+            raise EvaluationError(f"{dataset}: pair id {pid!r} occurs twice in split {split!r}")
+        captions[pid] = list(rows[CAPTIONS][k] or [])
+        cat = rows[CATEGORY][k] if CATEGORY in rows else None
+        categories[pid] = names[cat] if (names is not None and cat is not None) else cat
+    return References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))
+
+
+@dataclass
+class Prepared:
+    hypotheses: dict[str, str]
+    references: dict[str, list[str]]
+    groups: dict[str, list[str]]  # category name -> ids; plus "change_only"
+    categories: dict[str, Optional[str]]
+    warnings: list[str]
+    n_missing: int = 0
+
+
+def prepare(
+    predictions: dict[str, str],
+    refs: References,
+    *,
+    allow_missing: bool = False,
+    drop_empty_references: bool = False,
+    breakdown: bool = True,
+) -> Prepared:
+    """Align predictions with references; every problem is an error or a counted warning."""
+    warnings: list[str] = []
+    extra = [pid for pid in predictions if pid not in refs.captions]
+    if extra:
+        raise EvaluationError(
+            f"{len(extra)} prediction(s) for ids that are not in the references ({refs.source}): {_listed(extra)}. "
+            "Wrong split or wrong id format?"
+        )
+    missing = [pid for pid in refs.captions if pid not in predictions]
+    if missing and not allow_missing:
+        raise EvaluationError(
+            f"no prediction for {len(missing)} reference id(s): {_listed(missing)}; pass --allow-missing to score the rest"
+        )
+    if missing:
+        warnings.append(f"{len(missing)} reference pair(s) have no prediction and were not scored (--allow-missing)")
+    references: dict[str, list[str]] = {}
+    empty_refs = 0
+    no_refs: list[str] = []
+    for pid, caps in refs.captions.items():
+        if pid not in predictions:
+            continue
+        n_empty = sum(1 for c in caps if not c.strip())
+        empty_refs += n_empty
+        kept = [c for c in caps if c.strip()] if drop_empty_references else list(caps)
+        if not kept:
+            no_refs.append(pid)
+        references[pid] = kept
+    if no_refs:
+        raise EvaluationError(f"pair(s) with no reference at all: {_listed(no_refs)}")
+    if empty_refs:
+        if drop_empty_references:
+            warnings.append(f"{empty_refs} empty reference(s) dropped (--drop-empty-references)")
+        else:
+            warnings.append(
+                f"{empty_refs} empty reference(s) kept, as coco-caption keeps them (published scores include them); "
+                "--drop-empty-references drops them"
+            )
+    hypotheses = {pid: predictions[pid] for pid in references}
+    with_separators = sum(1 for h in hypotheses.values() if has_separator(h)) + sum(
+        1 for caps in references.values() for c in caps if has_separator(c)
+    )
+    if with_separators:
+        warnings.append(f"{with_separators} caption(s) contained line separators; each was replaced by a space")
+    empty_preds = sum(1 for h in hypotheses.values() if not h.strip())
+    if empty_preds:
+        warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
+    groups: dict[str, list[str]] = {}
+    if breakdown:
+        for pid in references:
+            cat = refs.categories.get(pid)
+            if cat is not None:
+                groups.setdefault(str(cat), []).append(pid)
+        rank = {name: k for k, name in enumerate(refs.category_order)}
+        groups = dict(sorted(groups.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+        if groups and NO_CHANGE_CATEGORIES & set(groups):
+            groups["change_only"] = [
+                pid for pid in references if refs.categories.get(pid) not in NO_CHANGE_CATEGORIES and refs.categories.get(pid) is not None
+            ]
+    counts = Counter(refs.categories.get(pid) for pid in references)
+    if breakdown and None in counts and len(counts) > 1:
+        warnings.append(f"{counts[None]} pair(s) have no category and appear only in 'overall'")
+    return Prepared(hypotheses, references, groups, {p: refs.categories.get(p) for p in references}, warnings, len(missing))
