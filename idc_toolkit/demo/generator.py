@@ -175,10 +175,13 @@ def _distractor(img: Image.Image, rng: np.random.Generator) -> Image.Image:
 def make_scene(sid: int, change_type: str, w: int, h: int, rng: np.random.Generator):
     """Return before, after (semantic), after (distractor), change captions, GT mask."""
     objs: list[Obj] = []
-    for _ in range(int(rng.integers(3, 6))):
+    for _ in range(int(rng.integers(3, 6)) + (1 if change_type == "add" else 0)):
         o = _random_obj(objs, w, h, rng)
         if o is not None:
             objs.append(o)
+    if len(objs) < 2:
+        raise ValueError(f"canvas {w}x{h} is too small for the demo scenes")
+    added = objs.pop() if change_type == "add" else None  # placed up front: a free spot is guaranteed
     bg = _background(w, h, rng)
     before = _render(objs, bg)
     after_objs = [Obj(**vars(o)) for o in objs]
@@ -196,9 +199,8 @@ def make_scene(sid: int, change_type: str, w: int, h: int, rng: np.random.Genera
         fmt = {**words, "old_material": old, "new_material": target.material}
         mask = _object_mask(target, w, h)
     elif change_type == "add":
-        new = None
-        while new is None:
-            new = _random_obj(after_objs, w, h, rng)
+        assert added is not None
+        new = added
         after_objs.append(new)
         fmt = new.words()
         mask = _object_mask(new, w, h)

@@ -1,0 +1,84 @@
+"""Shared fixtures: tiny raw releases in the exact formats, placeholder images, ../shared."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not (SHARED / "real_annotations").is_dir():
+        pytest.skip(f"{SHARED} is absent: the real annotation files live beside the repository in ../shared")
+    return SHARED
+
+
+def image_bytes(fmt: str = "PNG", color=(120, 30, 200), size=(8, 6)) -> bytes:
+    buf = io.BytesIO()
+    img = Image.new("RGB", size, color)
+    if fmt == "GIF":
+        img = img.convert("P")
+    img.save(buf, fmt)
+    return buf.getvalue()
+
+
+def write_json(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_raw(tmp_path_factory) -> Path:
+    from idc_toolkit.demo.generator import generate_demo_release
+
+    return generate_demo_release(tmp_path_factory.mktemp("demo") / "raw", n_per_type=5, size=(112, 84), seed=1)
+
+
+def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: bool = True) -> Path:
+    """A Spot-the-Diff raw tree (data/annotations + data/resized_images) with placeholder PNGs."""
+    data = root / "data"
+    ids = set()
+    for split, items in annotations.items():
+        write_json(data / "annotations" / f"{split}.json", items)
+        ids.update(str(it["img_id"]) for it in items if isinstance(it, dict) and "img_id" in it)
+    images = data / "resized_images"
+    images.mkdir(parents=True, exist_ok=True)
+    if fmt_images:
+        png = image_bytes()
+        for i in ids:
+            (images / f"{i}.png").write_bytes(png)
+            (images / f"{i}_2.png").write_bytes(png)
+    return root
+
+
+def make_emu_edit(root: Path, rows_per_split: dict[str, list[dict]]) -> Path:
+    """A local copy of facebook/emu_edit_test_set_generations as huggingface_hub saves it."""
+    from datasets import Dataset, Features, Image as HFImage, Value
+
+    features = Features({
+        "instruction": Value("string"), "image": HFImage(), "task": Value("string"), "split": Value("string"),
+        "idx": Value("int64"), "hash": Value("string"), "input_caption": Value("string"),
+        "output_caption": Value("string"), "edited_image": HFImage(), "model": Value("string"),
+    })
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    png = image_bytes()
+    for split, rows in rows_per_split.items():
+        full = [{
+            "instruction": r["instruction"], "image": {"bytes": png, "path": None}, "task": r["task"], "split": split,
+            "idx": r["idx"], "hash": f"h{r['idx']}", "input_caption": "a photo", "output_caption": "an edited photo",
+            "edited_image": {"bytes": image_bytes(color=(9, 9, 9)), "path": None}, "model": "emu",
+        } for r in rows]
+        Dataset.from_list(full, features=features).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
+    return root
