@@ -1,0 +1,39 @@
+import subprocess
+import sys
+
+from datasets import load_dataset
+
+from idc_toolkit.cli.build import main, parse_size
+
+from conftest import make_spot_the_diff
+
+
+def test_list(capsys):
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit", "syned"):
+        assert name in out
+
+
+def test_hub_style_relative_folder_loads_by_name(tmp_path, monkeypatch):
+    raw = make_spot_the_diff(tmp_path / "raw", {"train": [{"img_id": "1", "sentences": ["a"]}],
+                                                "val": [{"img_id": "2", "sentences": ["b"]}],
+                                                "test": [{"img_id": "3", "sentences": ["c"]}]})
+    monkeypatch.chdir(tmp_path)
+    assert main(["spot_the_diff", "--raw", str(raw), "--out", "idc_toolkit/spot_the_diff", "--no-progress"]) == 0
+    ds = load_dataset("idc_toolkit/spot_the_diff")
+    assert ds["test"][0]["captions"] == ["c"]
+
+
+def test_console_script_is_installed():
+    out = subprocess.run([sys.executable, "-m", "idc_toolkit.cli.build", "--list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "levir_cc" in out.stdout
+
+
+def test_parse_size():
+    assert parse_size("500MB") == 500 * 1024**2 and parse_size("2GiB") == 2 * 1024**3 and parse_size("123") == 123
+
+
+def test_config_overrides_are_checked(tmp_path, capsys):
+    assert main(["clevr_dc", "--raw", str(tmp_path), "--out", str(tmp_path / "o"), "--config", "nope=1"]) == 1
+    assert "unknown option 'nope'" in capsys.readouterr().err
