@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from .bleu import bleu_from_totals
-from .meteor import MeteorProcess, stats_line
+from .meteor import MeteorProcess, aggregate_statistics, stats_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import PairCache, ScoreResult
@@ -51,7 +51,7 @@ def metric_samples(
         bleu = bleu_from_totals(weights @ stats)
         out.update({f"Bleu_{k + 1}": bleu[:, k] for k in range(4)})
     if cache.meteor_stats is not None and meteor is not None:
-        summed = weights @ cache.meteor_stats[idx]
+        summed = aggregate_statistics(cache.meteor_stats[idx], weights)
         _, values = meteor.evaluate([stats_line(row) for row in summed])
         out["METEOR"] = np.array(values)
     if cache.rouge is not None:

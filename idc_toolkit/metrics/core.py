@@ -21,7 +21,7 @@ from ..errors import EvaluationError
 from .bleu import BleuCache
 from .cider import CiderCache
 from .java import ptb_tokenize
-from .meteor import MeteorProcess, stats_line
+from .meteor import MeteorProcess, aggregate_statistics, stats_line
 from .rouge import rouge_scores
 from .spice import run_spice, spice_jar_dir
 from .text import sanitize_caption
@@ -173,10 +173,10 @@ def score_groups(
             assert cache.meteor_lines is not None and cache.meteor_stats is not None
             overall, segments = meteor.evaluate(cache.meteor_lines)
             per_pair["METEOR"] = np.array(segments)
-            # other groups: one summed statistics line each (METEOR's corpus score is a
-            # function of the summed statistics), all groups in a single EVAL
+            # other groups: one aggregated statistics line each (METEOR's corpus score is a
+            # function of the aggregated statistics), all groups in a single EVAL
             others = [g for g in group_indices if g != "overall" and group_indices[g]]
-            summed = [stats_line(cache.meteor_stats[group_indices[g]].sum(axis=0)) for g in others]
+            summed = [stats_line(aggregate_statistics(cache.meteor_stats[group_indices[g]])) for g in others]
             _, values = meteor.evaluate(summed) if summed else (0.0, [])
             meteor_scores = {"overall": overall, **dict(zip(others, values))}
         for gname, idx in group_indices.items():

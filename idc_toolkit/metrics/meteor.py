@@ -139,7 +139,39 @@ class MeteorProcess:
         self.close()
 
 
+# Layout of a METEOR 1.5 statistics line (MeteorStats(String)): test length, reference length,
+# test / reference function words, then per matcher stage (exact, stem, synonym, paraphrase)
+# test content, reference content, test function, reference function matches; then chunks,
+# test word matches, reference word matches.
+_TEST_LEN, _REF_LEN, _CHUNKS = 0, 1, 20
+_TEST_MATCH_COLS = [4 + 4 * s + k for s in range(4) for k in (0, 2)]
+_REF_MATCH_COLS = [4 + 4 * s + k for s in range(4) for k in (1, 3)]
+
+
+def aggregate_statistics(stats, weights=None):
+    """Sum statistics the way METEOR's ``MeteorStats.addStats`` does, so that scoring the sum
+    equals METEOR's corpus score of the segments (each counted ``weights[i]`` times).
+
+    Every field is summed, except that a perfectly matched segment (all words of test and
+    reference matched in one chunk) contributes no chunk: METEOR 1.5 skips its chunk count.
+    ``weights`` may be a vector (one sum) or a matrix (one sum per row, for bootstrap).
+    """
+    import numpy as np
+
+    stats = np.asarray(stats, dtype=float)
+    perfect = (
+        (stats[:, _TEST_MATCH_COLS].sum(axis=1) == stats[:, _TEST_LEN])
+        & (stats[:, _REF_MATCH_COLS].sum(axis=1) == stats[:, _REF_LEN])
+        & (stats[:, _CHUNKS] == 1)
+    )
+    adjusted = stats.copy()
+    adjusted[perfect, _CHUNKS] = 0.0
+    if weights is None:
+        return adjusted.sum(axis=0)
+    return np.asarray(weights, dtype=float) @ adjusted
+
+
 def stats_line(row) -> str:
-    """A statistics line from summed statistics: METEOR's corpus score is a function of the
-    summed statistics (MeteorStats.addStats), so one summed line scores a whole group."""
+    """A statistics line from :func:`aggregate_statistics`: METEOR scores it as the corpus of
+    the segments summed into it, so one line scores a whole group or resample."""
     return " ".join(repr(float(v)) for v in row)
