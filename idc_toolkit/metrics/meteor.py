@@ -73,6 +73,7 @@ class MeteorProcess:
         try:
             line = self._lines.get(timeout=self.timeout)
         except queue.Empty:
+            self._proc.kill()
             raise self._fail(f"gave no answer within {self.timeout:.0f} s (killed)") from None
         if line is None:
             raise self._fail(f"exited unexpectedly (exit code {self._proc.wait()})")

@@ -1,0 +1,59 @@
+"""Bootstrap resamples are exact coco-caption scores of the resampled multiset of pairs."""
+
+import numpy as np
+import pytest
+
+from idc_toolkit.demo.captions import synthetic_caption_set
+from idc_toolkit.metrics import score_groups
+from idc_toolkit.metrics.bleu import BleuCache, bleu_from_totals
+from idc_toolkit.metrics.bootstrap import paired_test, resample_counts
+from idc_toolkit.metrics.core import build_cache
+from idc_toolkit.metrics.meteor import aggregate_statistics, stats_line
+
+pytestmark = pytest.mark.java
+
+
+def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
+    hyps, refs, _ = synthetic_caption_set(60, seed=5)
+    cache, meteor, _ = build_cache(hyps, refs, ["BLEU", "METEOR"])
+    try:
+        w = resample_counts(60, 1, np.random.default_rng(1))[0].astype(int)
+        expanded = [i for i, k in enumerate(w) for _ in range(k)]
+        assert len(set(expanded)) < 60  # duplicates present
+        bleu_expanded, _ = cache.bleu.score(expanded)
+        bleu_resampled = bleu_from_totals(w @ cache.bleu.sufficient_statistics())[0]
+        assert np.allclose(bleu_expanded, bleu_resampled, atol=1e-12)
+        m_expanded, _ = meteor.evaluate([cache.meteor_lines[i] for i in expanded])
+        _, (m_summed,) = meteor.evaluate([stats_line(aggregate_statistics(cache.meteor_stats, w))])
+        assert m_expanded == pytest.approx(m_summed, abs=1e-12)
+    finally:
+        meteor.close()
+
+
+def test_intervals_are_seeded_and_bracket_the_estimate():
+    hyps, refs, cats = synthetic_caption_set(80, seed=2)
+    groups = {"distractor": [p for p, c in cats.items() if c == "distractor"]}
+    r1 = score_groups(hyps, refs, groups, metrics=["BLEU", "ROUGE_L", "CIDEr"], bootstrap=200, seed=7)
+    r2 = score_groups(hyps, refs, groups, metrics=["BLEU", "ROUGE_L", "CIDEr"], bootstrap=200, seed=7)
+    assert r1.ci == r2.ci and set(r1.ci) == {"overall", "distractor"}
+    for g in r1.ci:
+        for m, (lo, hi) in r1.ci[g].items():
+            assert lo <= r1.groups[g].scores[m] <= hi + 1e-12, (g, m)
+            assert lo < hi
+
+
+def test_paired_test_separates_good_from_bad_and_not_from_itself():
+    hyps, refs, _ = synthetic_caption_set(60, seed=4)
+    good = {p: r[0] for p, r in refs.items()}
+    bad = {p: "purple elephants dance" for p in refs}
+    ca, ma, _ = build_cache(good, refs, ["BLEU", "METEOR", "CIDEr"])
+    cb, mb, _ = build_cache(bad, refs, ["BLEU", "METEOR", "CIDEr"])
+    try:
+        idx = list(range(60))
+        out = paired_test(ca, cb, ma, mb, idx, 200, 0)
+        assert all(v["p_value"] < 0.05 and v["mean_difference"] > 0 for v in out.values())
+        same = paired_test(ca, ca, ma, ma, idx, 50, 0)
+        assert all(v["p_value"] == 1.0 and v["mean_difference"] == 0 for v in same.values())
+    finally:
+        ma.close()
+        mb.close()

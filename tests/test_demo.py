@@ -1,0 +1,19 @@
+import json
+
+import pytest
+
+from idc_toolkit.cli.demo import main
+
+pytestmark = pytest.mark.java
+
+
+def test_demo_end_to_end_and_rerun(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["--out", str(out), "--n-per-type", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "| distractor |" in printed and "| change_only |" in printed
+    m = json.loads((out / "eval" / "metrics.json").read_text())
+    assert set(m["by_category"]) == {"color", "material", "add", "drop", "move", "distractor"}
+    assert (out / "raw" / "masks").is_dir()
+    assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
+    assert "reusing the demo raw release" in capsys.readouterr().out

@@ -1,0 +1,114 @@
+"""``idc-eval`` end to end: files written, breakdown present, formats, errors, compare, no torch."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.cli.eval import main
+
+pytestmark = pytest.mark.java
+
+
+@pytest.fixture(scope="module")
+def demo_dataset(demo_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ds") / "clevr_change_demo"
+    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
+    return out
+
+
+def _test_refs(dataset):
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+
+    return load_references_dataset(str(dataset), "test")
+
+
+def test_ddla_through_the_cli_with_coco_files(shared, tmp_path, capsys):
+    folder = shared / "paper_predictions/spot-the-diff"
+    out = tmp_path / "eval"
+    assert main(["--predictions", str(folder / "ddla_rerun_predfile.json"), "--references",
+                 str(folder / "ddla_rerun_gtfile.json"), "--out", str(out), "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert {k: round(m["overall"][k], 4) for k in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")} == {
+        "Bleu_4": 0.0757, "METEOR": 0.1091, "ROUGE_L": 0.2797, "CIDEr": 0.3506}
+    assert m["overall"]["n"] == 1270 and m["meta"]["pycocoevalcap_version"] == "1.2"
+    assert any("7 empty reference(s) kept" in w for w in m["warnings"])
+    rows = list(csv.DictReader((out / "per_pair.csv").open()))
+    assert len(rows) == 1270 and float(rows[0]["CIDEr"]) >= 0
+    assert "| overall | 1270 | " in (out / "metrics.md").read_text()
+    assert (out / "by_category.png").stat().st_size > 1000
+    assert "7.6" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["dict", "coco", "jsonl"])
+def test_dataset_breakdown_and_prediction_formats(demo_dataset, tmp_path, fmt):
+    refs = _test_refs(demo_dataset)
+    preds = {pid: caps[0] for pid, caps in refs.captions.items()}
+    path = tmp_path / f"preds.{'jsonl' if fmt == 'jsonl' else 'json'}"
+    if fmt == "dict":
+        path.write_text(json.dumps(preds))
+    elif fmt == "coco":
+        path.write_text(json.dumps([{"image_id": k, "caption": v} for k, v in preds.items()]))
+    else:
+        path.write_text("\n".join(json.dumps({"pair_id": k, "caption": v}) for k, v in preds.items()))
+    out = tmp_path / "eval"
+    assert main(["--predictions", str(path), "--dataset", str(demo_dataset), "--out", str(out),
+                 "--metrics", "BLEU", "ROUGE_L", "CIDEr", "SPICE", "--bootstrap", "50"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert list(m["by_category"]) == ["color", "material", "add", "drop", "move", "distractor"]
+    assert m["change_only"]["n"] == 5 and m["by_category"]["distractor"]["n"] == 5
+    assert m["overall"]["ROUGE_L"] == pytest.approx(1.0)
+    assert m["overall"]["SPICE"] is None and "SPICE unavailable" in m["meta"]["spice_status"]
+    assert set(m["ci"]) == {"overall", "change_only", "distractor"}  # groups with >= 2 pairs
+    assert m["meta"]["dataset_fingerprint"] and m["meta"]["n_pairs"] == 10
+
+
+def test_missing_predictions_fail_with_the_ids(demo_dataset, tmp_path, capsys):
+    refs = _test_refs(demo_dataset)
+    some = dict(list({p: c[0] for p, c in refs.captions.items()}.items())[:4])
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(some))
+    assert main(["--predictions", str(path), "--dataset", str(demo_dataset), "--out", str(tmp_path / "e")]) == 1
+    err = capsys.readouterr().err
+    assert "no prediction for 6 reference id(s)" in err and "--allow-missing" in err
+    assert main(["--predictions", str(path), "--dataset", str(demo_dataset), "--out", str(tmp_path / "e"),
+                 "--allow-missing", "--metrics", "BLEU"]) == 0
+    assert json.loads((tmp_path / "e" / "metrics.json").read_text())["meta"]["n_missing"] == 6
+
+
+def test_malformed_predictions_name_the_file(tmp_path, demo_dataset, capsys):
+    path = tmp_path / "p.json"
+    path.write_text('{"a": "x",')
+    assert main(["--predictions", str(path), "--dataset", str(demo_dataset), "--out", str(tmp_path / "e")]) == 1
+    assert "p.json: malformed JSON at line 1" in capsys.readouterr().err
+
+
+def test_compare(demo_dataset, tmp_path, capsys):
+    refs = _test_refs(demo_dataset)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({p: c[0] for p, c in refs.captions.items()}))
+    b.write_text(json.dumps({p: "purple elephants" for p in refs.captions}))
+    assert main(["compare", str(a), str(b), "--dataset", str(demo_dataset), "--out", str(tmp_path / "c"),
+                 "--bootstrap", "200", "--metrics", "BLEU", "CIDEr"]) == 0
+    report = json.loads((tmp_path / "c" / "compare.json").read_text())
+    assert report["metrics"]["CIDEr"]["mean_difference"] > 0 and report["metrics"]["CIDEr"]["p_value"] < 0.05
+    assert "p-value" in capsys.readouterr().out
+
+
+def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):
+    refs = _test_refs(demo_dataset)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({p: c[0] for p, c in refs.captions.items()}))
+    code = (
+        "import sys\n"
+        "from idc_toolkit.cli.eval import main\n"
+        f"assert main(['--predictions', {str(path)!r}, '--dataset', {str(demo_dataset)!r}, '--out', {str(tmp_path / 'e')!r}, '--metrics', 'BLEU']) == 0\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'transformers', 'diffusers', 'open_clip'})\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout

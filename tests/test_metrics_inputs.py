@@ -1,0 +1,130 @@
+"""Input hygiene and failure modes of the scorer (point 4 and 5 of the scorer issue)."""
+
+import numpy as np
+import pytest
+
+import idc_toolkit.metrics.meteor as meteor_mod
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.evaluators.predictions import References, prepare
+from idc_toolkit.metrics import score_groups
+from idc_toolkit.metrics.java import ptb_tokenize
+from idc_toolkit.metrics.meteor import MeteorProcess
+from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
+
+pytestmark = pytest.mark.java
+
+REFS = {"a": ["the red car moved", "a car moved"], "b": ["nothing changed"], "c": ["a man appeared", "someone arrived"]}
+
+
+@pytest.mark.parametrize("sep", list(LINE_SEPARATORS))
+def test_separators_cannot_shift_captions(sep):
+    bad = [f"the car{sep}moved", "second caption", "third one"]
+    assert ptb_tokenize([sanitize_caption(s) for s in bad]) == ["the car moved", "second caption", "third one"]
+
+
+def test_pycocoevalcap_alone_misaligns_on_a_carriage_return():
+    """Why sanitising matters: the unmodified tokenizer moves captions to the wrong image."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    out = PTBTokenizer().tokenize({"1": [{"caption": "left\rright"}], "2": [{"caption": "second"}]})
+    assert out["2"] != ["second"]
+
+
+def test_separator_in_captions_scores_like_a_space():
+    hyps = {"a": "the red\u2028car moved", "b": "nothing\r\nchanged", "c": "a man\x85appeared"}
+    clean = {k: v.replace("\r\n", " ").replace("\u2028", " ").replace("\x85", " ") for k, v in hyps.items()}
+    r1 = score_groups(hyps, REFS, metrics=["BLEU", "METEOR", "CIDEr"])
+    r2 = score_groups(clean, REFS, metrics=["BLEU", "METEOR", "CIDEr"])
+    assert r1.groups["overall"].scores == r2.groups["overall"].scores
+
+
+def test_empty_prediction_scores_zero_as_in_coco():
+    r = score_groups({"a": "", "b": "nothing changed", "c": "a man appeared"}, REFS, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
+    for metric in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr"):
+        assert r.per_pair[metric][0] == pytest.approx(0.0, abs=1e-6)
+    assert r.per_pair["ROUGE_L"][1] == 1.0
+
+
+def _refs(captions, categories=None):
+    return References(captions, categories or {k: None for k in captions}, "test refs")
+
+
+def test_empty_references_kept_with_a_warning_or_dropped():
+    refs = _refs({"a": ["", "a car moved"], "b": ["nothing changed"]})
+    preds = {"a": "a car moved", "b": "nothing changed"}
+    kept = prepare(preds, refs)
+    assert kept.references["a"] == ["", "a car moved"]
+    assert any("1 empty reference(s) kept" in w for w in kept.warnings)
+    dropped = prepare(preds, refs, drop_empty_references=True)
+    assert dropped.references["a"] == ["a car moved"] and any("dropped" in w for w in dropped.warnings)
+
+
+def test_pair_without_any_reference_is_an_error():
+    with pytest.raises(EvaluationError, match="no reference at all: 'b'"):
+        prepare({"a": "x", "b": "y"}, _refs({"a": ["x"], "b": []}))
+    with pytest.raises(EvaluationError, match="no reference at all: 'b'"):
+        prepare({"a": "x", "b": "y"}, _refs({"a": ["x"], "b": ["  "]}), drop_empty_references=True)
+
+
+def test_missing_and_unknown_prediction_ids():
+    refs = _refs({"a": ["x"], "b": ["y"], "c": ["z"]})
+    with pytest.raises(EvaluationError, match=r"no prediction for 2 reference id\(s\): 'b', 'c'"):
+        prepare({"a": "x"}, refs)
+    partial = prepare({"a": "x"}, refs, allow_missing=True)
+    assert list(partial.references) == ["a"] and partial.n_missing == 2
+    assert any("2 reference pair(s) have no prediction" in w for w in partial.warnings)
+    with pytest.raises(EvaluationError, match=r"not in the references .*'zz'"):
+        prepare({"a": "x", "b": "y", "c": "z", "zz": "?"}, refs)
+
+
+def test_change_only_group_and_category_order():
+    refs = _refs({"1": ["a"], "2": ["b"], "3": ["c"]}, {"1": "distractor", "2": "add", "3": "move"})
+    refs.category_order = ["add", "move", "distractor"]
+    prep = prepare({"1": "a", "2": "b", "3": "c"}, refs)
+    assert list(prep.groups) == ["add", "move", "distractor", "change_only"]
+    assert prep.groups["change_only"] == ["2", "3"]
+
+
+def test_meteor_death_is_a_clear_error_not_a_hang():
+    m = MeteorProcess(timeout=120)
+    m._proc.kill()
+    with pytest.raises(EvaluationError, match="METEOR exited unexpectedly"):
+        m.statistics(["a car"], [["a car moved"]])
+
+
+def test_meteor_that_cannot_start_properly(monkeypatch):
+    monkeypatch.setattr(meteor_mod, "METEOR_ARGS", ["-jar", "/nonexistent/meteor.jar"])
+    m = MeteorProcess(timeout=60)
+    with pytest.raises(EvaluationError, match="exited unexpectedly") as exc:
+        m.statistics(["a"], [["b"]])
+    assert "nonexistent" in str(exc.value) or "Unable to access" in str(exc.value)
+
+
+def test_meteor_silence_times_out(monkeypatch):
+    monkeypatch.setattr(meteor_mod, "java_executable", lambda: "sleep")  # a process that never answers
+    monkeypatch.setattr(meteor_mod, "METEOR_ARGS", ["30"])
+    m = MeteorProcess(timeout=2)
+    with pytest.raises(EvaluationError, match=r"METEOR gave no answer within 2 s \(killed\)"):
+        m.statistics(["a"], [["b"]])
+    assert m._proc.poll() is not None
+
+
+def test_spice_unavailable_is_null_with_reason_and_other_metrics_still_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("IDC_SPICE_JARS", raising=False)
+    r = score_groups({"a": "a car moved", "b": "nothing", "c": "a man"}, REFS, metrics=["BLEU", "SPICE"])
+    assert r.groups["overall"].scores["SPICE"] is None
+    assert "SPICE unavailable" in r.spice_status and "IDC_SPICE_JARS" in r.spice_status
+    assert r.groups["overall"].scores["Bleu_1"] > 0
+    r2 = score_groups({"a": "x", "b": "y", "c": "z"}, REFS, metrics=["SPICE"], spice_jars=str(tmp_path))
+    assert "stanford-corenlp-3.6.0.jar" in r2.spice_status and r2.groups["overall"].scores["SPICE"] is None
+
+
+def test_spice_failure_is_reported_not_raised(tmp_path, monkeypatch):
+    for jar in ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar"):
+        (tmp_path / jar).write_bytes(b"not a jar")
+    monkeypatch.setenv("IDC_SPICE_JARS", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    r = score_groups({"a": "a car moved", "b": "nothing", "c": "a man"}, REFS, metrics=["ROUGE_L", "SPICE"])
+    assert r.groups["overall"].scores["SPICE"] is None and r.spice_status.startswith("SPICE failed")
+    assert r.groups["overall"].scores["ROUGE_L"] > 0
+    assert (tmp_path / "cache" / "idc_toolkit" / "spice").is_dir()
