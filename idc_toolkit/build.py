@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -127,16 +129,67 @@ def _to_row(
     return row, nb + na
 
 
-def _records(
-    builder: PairBuilder, split: str, switch: _ReportSwitch, skip_first: int
-) -> Iterator[tuple[int, PairRecord]]:
-    """Enumerate a split's records; the first ``skip_first`` report into a scratch report."""
-    if skip_first:
+@dataclass
+class _Skip:
+    file: str
+    reason: str
+
+
+READ_AHEAD = 32  # pairs whose images are read by worker threads ahead of the writer
+
+
+def _read_ahead(
+    builder: PairBuilder,
+    split: str,
+    switch: _ReportSwitch,
+    done: int,
+    seen_ids: set[str],
+    features: Features,
+    cat_index: Optional[dict[str, int]],
+    verify: str,
+) -> Iterator[tuple[int, PairRecord, Any]]:
+    """Yield ``(index, record, row-or-skip)`` in record order, reading images in threads.
+
+    The split's records (paths and captions, no pixels) are listed first, so that everything
+    the builder reports about its annotations comes before the pipeline's own findings in
+    the same order on every run; a resumed run lists them into a scratch report (its saved
+    report already holds them) and skips the ``done`` records already written. File reads
+    and checks release the GIL, so two threads overlap reading with writing parquet.
+    """
+    if done:
         switch.target = BuildReport(dataset=builder.name)
-    for i, rec in enumerate(builder.generate(split, switch)):  # type: ignore[arg-type]
-        yield i, rec
-        if i + 1 == skip_first:
-            switch.target = switch.real
+    records = list(builder.generate(split, switch))  # type: ignore[arg-type]
+    switch.target = switch.real
+
+    def precheck(rec: PairRecord) -> Optional[_Skip]:
+        duplicate = rec.pair_id in seen_ids
+        seen_ids.add(rec.pair_id)
+        if duplicate:
+            return _Skip(rec.source, "pair_id already used by an earlier pair")
+        if cat_index is not None and rec.category is not None and rec.category not in cat_index:
+            return _Skip(rec.source, f"unknown category {rec.category!r}")
+        return None
+
+    def read(rec: PairRecord) -> Any:
+        try:
+            return _to_row(rec, features, cat_index, verify)
+        except _PairImageError as exc:
+            return _Skip(exc.file, exc.reason)
+
+    for rec in records[:done]:
+        seen_ids.add(rec.pair_id)
+    pending: deque = deque()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="idc-read") as pool:
+        for i in range(done, len(records)):
+            rec = records[i]
+            skip = precheck(rec)
+            pending.append((i, rec, skip if skip is not None else pool.submit(read, rec)))
+            if len(pending) >= READ_AHEAD:
+                j, r, item = pending.popleft()
+                yield j, r, item if isinstance(item, _Skip) else item.result()
+        while pending:
+            j, r, item = pending.popleft()
+            yield j, r, item if isinstance(item, _Skip) else item.result()
 
 
 def build_dataset(
@@ -184,8 +237,7 @@ def build_dataset(
         info = state["splits"].setdefault(split, {"done": False, "shards": [], "records": 0})
         switch = _ReportSwitch(report)
         if info["done"]:
-            for _, rec in _records(builder, split, _ReportSwitch(BuildReport(builder.name)), 0):
-                seen_ids.add(rec.pair_id)
+            seen_ids.update(rec.pair_id for rec in builder.generate(split, BuildReport(builder.name)))
             continue
         writer = ShardWriter(tmp_dir, split, features, max_shard_bytes, max_shard_rows, first_shard=len(info["shards"]))
         for stale in tmp_dir.glob(f"{split}-*.parquet*"):  # shards after the last checkpoint
@@ -194,23 +246,12 @@ def build_dataset(
         done = info["records"]
         bar = tqdm(desc=f"{builder.name}/{split}", unit="pair", disable=not progress, initial=done)
         try:
-            for i, rec in _records(builder, split, switch, done):
-                duplicate = rec.pair_id in seen_ids
-                seen_ids.add(rec.pair_id)
-                if i < done:
-                    continue
+            for i, rec, outcome in _read_ahead(builder, split, switch, done, seen_ids, features, cat_index, verify_images):
                 bar.update(1)
-                if duplicate:
-                    report.skip(split, rec.source, rec.pair_id, "pair_id already used by an earlier pair")
+                if isinstance(outcome, _Skip):
+                    report.skip(split, outcome.file, rec.pair_id, outcome.reason)
                     continue
-                if cat_index is not None and rec.category is not None and rec.category not in cat_index:
-                    report.skip(split, rec.source, rec.pair_id, f"unknown category {rec.category!r}")
-                    continue
-                try:
-                    row, nbytes = _to_row(rec, features, cat_index, verify_images)
-                except _PairImageError as exc:
-                    report.skip(split, exc.file, rec.pair_id, exc.reason)
-                    continue
+                row, nbytes = outcome
                 report.add_row(split, rec.captions, rec.category)
                 finished = writer.add(row, nbytes)
                 if finished is not None:

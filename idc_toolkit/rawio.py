@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import io
 import json
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +71,7 @@ def check_image_bytes(data: bytes, verify: str = "fast") -> str:
             with PILImage.open(io.BytesIO(data)) as im:
                 im.load()
         elif fmt == "PNG":
-            with PILImage.open(io.BytesIO(data)) as im:
-                im.verify()
+            _walk_png(data)
         elif fmt == "JPEG":
             if data.rstrip(b"\x00")[-2:] != b"\xff\xd9":
                 raise BadImageError("truncated JPEG (no end-of-image marker)")
@@ -89,6 +90,31 @@ def check_image_bytes(data: bytes, verify: str = "fast") -> str:
     except Exception as exc:  # Pillow raises many types for broken files
         raise BadImageError(f"unreadable {fmt}: {exc}") from None
     return fmt
+
+
+def _walk_png(data: bytes) -> None:
+    """Walk every PNG chunk, checking lengths and CRCs, up to IEND (what Pillow's verify()
+    does, without its per-file overhead). Catches truncation and corrupted chunks."""
+    view = memoryview(data)
+    pos = 8
+    first = True
+    end = len(data)
+    while True:
+        if pos + 12 > end:
+            raise BadImageError("truncated PNG (no IEND chunk)")
+        length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
+        if first and ctype != b"IHDR":
+            raise BadImageError("broken PNG (first chunk is not IHDR)")
+        first = False
+        stop = pos + 8 + length
+        if stop + 4 > end:
+            raise BadImageError(f"truncated PNG (chunk {ctype!r} runs past the end of the file)")
+        (crc,) = struct.unpack(">I", data[stop : stop + 4])
+        if zlib.crc32(view[pos + 4 : stop]) != crc:
+            raise BadImageError(f"broken PNG (bad CRC in chunk {ctype!r})")
+        if ctype == b"IEND":
+            return
+        pos = stop + 4
 
 
 def read_image_bytes(path: Path, verify: str = "fast") -> bytes:

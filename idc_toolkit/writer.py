@@ -18,13 +18,31 @@ from datasets import Features
 ROWS_PER_GROUP = 100
 
 
+def _leaves(field: pa.Field, prefix: str = "") -> list[tuple[str, pa.DataType]]:
+    """Parquet leaf column paths of an arrow field, with their types."""
+    name = prefix + field.name
+    if pa.types.is_struct(field.type):
+        return [leaf for child in field.type for leaf in _leaves(child, name + ".")]
+    if pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+        return [(name + ".list.element", field.type.value_type)]
+    return [(name, field.type)]
+
+
 def _column_options(features: Features, schema: pa.Schema) -> dict[str, Any]:
-    try:  # datasets >= 4 tunes dictionary encoding / page index per column type
+    """datasets' per-column choices (no compression or dictionary for image bytes), plus no
+    min/max statistics on binary blobs: they are useless for filtering and cost more than
+    the write itself."""
+    try:  # datasets >= 4 tunes compression / dictionary encoding per column type
         from datasets.io.parquet import get_parquet_column_options
 
-        return get_parquet_column_options(features, schema)
+        options = dict(get_parquet_column_options(features, schema))
     except Exception:  # pragma: no cover - older datasets
-        return {}
+        options = {}
+    leaves = [leaf for f in schema for leaf in _leaves(f)]
+    options["write_statistics"] = [
+        path for path, typ in leaves if not (pa.types.is_binary(typ) or pa.types.is_large_binary(typ))
+    ]
+    return options
 
 
 class ShardWriter:

@@ -64,3 +64,10 @@ def test_garbage_is_not_an_image():
         check_image_bytes(b"hello world")
     with pytest.raises(BadImageError, match="empty"):
         check_image_bytes(b"")
+
+
+def test_corrupted_png_chunk_is_caught():
+    data = bytearray(image_bytes(size=(40, 30)))
+    data[len(data) // 2] ^= 0xFF
+    with pytest.raises(BadImageError, match="CRC"):
+        check_image_bytes(bytes(data))
