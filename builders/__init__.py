@@ -10,11 +10,12 @@ from .clevr_dc import ClevrDC
 from .emu_edit import EmuEdit
 from .ier import ImageEditingRequest
 from .levir_cc import LevirCC
+from .magicbrush import MagicBrush
 from .spot_the_diff import SpotTheDiff
 from .syned import Syned
 
 BUILDERS: dict[str, type[PairBuilder]] = {
-    cls.name: cls for cls in (SpotTheDiff, ClevrChange, ClevrDC, ImageEditingRequest, LevirCC, EmuEdit, Syned)
+    cls.name: cls for cls in (SpotTheDiff, ClevrChange, ClevrDC, ImageEditingRequest, LevirCC, EmuEdit, Syned, MagicBrush)
 }
 
 

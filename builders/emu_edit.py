@@ -19,7 +19,7 @@ from datasets import Value
 
 from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
-from idc_toolkit.errors import RawFormatError
+from idc_toolkit.hfcopy import find_split_files, image_bytes, iter_rows, table_batches
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import PairRecord, pair_features
 
@@ -38,52 +38,11 @@ RAW/                                    (a local copy of facebook/emu_edit_test_
 
 def find_emu_files(raw_dir: Path) -> dict[str, list[Path]]:
     """Parquet (or arrow) files of a local Emu Edit copy, per release split."""
-    found: dict[str, list[Path]] = {}
-    for path in sorted(raw_dir.rglob("*.parquet")) + sorted(raw_dir.rglob("*.arrow")):
-        stem = path.name.split("-")[0].split(".")[0]
-        split = stem if stem in RELEASE_SPLITS else path.parent.name
-        if split in RELEASE_SPLITS:
-            found.setdefault(split, []).append(path)
-    if not found:
-        raise RawFormatError(raw_dir, f"no Emu Edit parquet/arrow files found. Expected layout:\n{RAW_LAYOUT}")
-    return {s: found[s] for s in RELEASE_SPLITS if s in found}
-
-
-def _table_batches(path: Path, columns: list[str] | None = None) -> Iterator[list[dict[str, Any]]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if path.suffix == ".parquet":
-        pf = pq.ParquetFile(path)
-        names = pf.schema_arrow.names
-        missing = [c for c in REQUIRED_COLUMNS if c not in names]
-        if missing and columns is None:
-            raise RawFormatError(path, f"missing column(s) {missing}; found {names}")
-        for batch in pf.iter_batches(batch_size=64, columns=columns):
-            yield batch.to_pylist()
-    else:  # datasets' save_to_disk arrow stream
-        with pa.memory_map(str(path)) as source:
-            table = pa.ipc.open_stream(source).read_all()
-        if columns is not None:
-            table = table.select(columns)
-        for batch in table.to_batches(max_chunksize=64):
-            yield batch.to_pylist()
+    return find_split_files(raw_dir, RELEASE_SPLITS, RAW_LAYOUT)
 
 
 def iter_emu_rows(files: list[Path]) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """Yield ``(file, row number, row)`` for every row of the given files, in file order."""
-    for path in files:
-        n = 0
-        for rows in _table_batches(path):
-            for row in rows:
-                yield str(path), n, row
-                n += 1
-
-
-def image_bytes(cell: Any) -> bytes | None:
-    if isinstance(cell, dict):
-        return cell.get("bytes")
-    return cell if isinstance(cell, (bytes, bytearray)) else None
+    return iter_rows(files, REQUIRED_COLUMNS)
 
 
 @dataclass
@@ -136,7 +95,7 @@ class EmuEdit(PairBuilder):
         tasks = list(EMU_TASKS)
         for files in find_emu_files(self.raw_dir).values():
             for path in files:
-                for rows in _table_batches(path, columns=["task"]):
+                for rows in table_batches(path, columns=["task"]):
                     for row in rows:
                         if isinstance(row["task"], str) and row["task"] not in tasks:
                             tasks.append(row["task"])

@@ -31,7 +31,9 @@ from idc_toolkit.rawio import read_json
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
-from .emu_edit import EmuEdit, find_emu_files, image_bytes, iter_emu_rows
+from idc_toolkit.hfcopy import image_bytes
+
+from .emu_edit import EmuEdit, find_emu_files, iter_emu_rows
 
 TRAIN_TXT = "instructions_with_idx_train_split.txt"
 TEST_TXT = "instructions_with_idx_test_split.txt"

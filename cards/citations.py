@@ -56,3 +56,10 @@ SYNED = """@inproceedings{evennou2025reframing,
   booktitle = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision (WACV)},
   year      = {2025}
 }"""
+
+MAGICBRUSH = """@inproceedings{zhang2023magicbrush,
+  title     = {{MagicBrush}: A Manually Annotated Dataset for Instruction-Guided Image Editing},
+  author    = {Zhang, Kai and Mo, Lingbo and Chen, Wenhu and Sun, Huan and Su, Yu},
+  booktitle = {Advances in Neural Information Processing Systems (NeurIPS), Datasets and Benchmarks Track},
+  year      = {2023}
+}"""

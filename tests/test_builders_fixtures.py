@@ -16,7 +16,7 @@ def _load(out: Path):
 
 
 def test_registry_lists_every_release():
-    assert set(BUILDERS) >= {"spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit", "syned"}
+    assert set(BUILDERS) >= {"spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit", "syned", "magicbrush"}
 
 
 def test_clevr_change_from_demo_release(demo_raw, tmp_path):
@@ -131,3 +131,24 @@ def test_emu_edit_parquet_copy(tmp_path):
     assert row["pair_id"] == "test_1" and row["idx"] == 1 and row["captions"] == ["make it snow"]
     assert ds["test"].features["category"].int2str(row["category"]) == "text"
     assert row["after"].getpixel((0, 0)) == (9, 9, 9)
+
+
+def test_magicbrush_parquet_copy(tmp_path):
+    from datasets import Dataset, Features, Image as HFImage, Value
+
+    features = Features({"img_id": Value("string"), "turn_index": Value("int32"), "source_img": HFImage(),
+                         "mask_img": HFImage(), "instruction": Value("string"), "target_img": HFImage()})
+    (tmp_path / "mb" / "data").mkdir(parents=True)
+    png, dark = image_bytes(), image_bytes(color=(9, 9, 9))
+    for split, rows in (("train", [("242679", 1), ("242679", 2)]), ("dev", [("1000", 1)])):
+        Dataset.from_list([{"img_id": i, "turn_index": t, "source_img": {"bytes": png, "path": None},
+                            "mask_img": {"bytes": png, "path": None}, "instruction": f"turn {t}: add a hat",
+                            "target_img": {"bytes": dark, "path": None}} for i, t in rows],
+                          features=features).to_parquet(str(tmp_path / "mb" / "data" / f"{split}-00000-of-00001.parquet"))
+    build_dataset(make_builder("magicbrush", tmp_path / "mb"), tmp_path / "out", progress=False)
+    ds = _load(tmp_path / "out")
+    assert set(ds) == {"train", "validation"}
+    assert ds["train"]["pair_id"] == ["242679_1", "242679_2"]
+    row = ds["train"][1]
+    assert row["captions"] == ["turn 2: add a hat"] and row["turn_index"] == 2 and row["edit_mask"].size == (8, 6)
+    assert "category" not in ds["train"].features

@@ -11,7 +11,7 @@ from conftest import make_spot_the_diff
 def test_list(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
-    for name in ("spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit", "syned"):
+    for name in ("spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit", "syned", "magicbrush"):
         assert name in out
 
 
