@@ -85,13 +85,7 @@ class ClevrChange(PairBuilder):
     def _load(self) -> None:
         if hasattr(self, "_splits"):
             return
-        splits_path = self.raw_dir / "splits.json"
-        self._splits = read_json(splits_path)
-        if not isinstance(self._splits, dict):
-            raise RawFormatError(splits_path, "expected {\"train\": [...], \"val\": [...], \"test\": [...]}")
-        unknown = set(self._splits) - set(self.split_map)
-        if unknown:
-            raise RawFormatError(splits_path, f"unknown split value(s) {sorted(unknown)}; expected {sorted(self.split_map)}")
+        self._splits = self.read_split_file(self.raw_dir / "splits.json")
         self._change = read_json(self.raw_dir / "change_captions.json")
         self._no_change = read_json(self.raw_dir / "no_change_captions.json")
         types_path = self.raw_dir / "type_mapping.json"
@@ -105,7 +99,7 @@ class ClevrChange(PairBuilder):
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         self._load()
-        release = {v: k for k, v in self.split_map.items()}[split]
+        release = self.release_split(split)
         splits_file = str(self.raw_dir / "splits.json")
         for raw_id in self._splits.get(release, []):
             try:

@@ -20,7 +20,6 @@ from typing import Iterator
 
 from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
-from idc_toolkit.errors import RawFormatError
 from idc_toolkit.rawio import read_json
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import CLEVR_CATEGORIES, PairRecord, pair_features
@@ -74,18 +73,12 @@ class ClevrDC(PairBuilder):
     def _load(self) -> None:
         if hasattr(self, "_split"):
             return
-        path = self.raw_dir / "split.json"
-        self._split = read_json(path)
-        if not isinstance(self._split, dict):
-            raise RawFormatError(path, "expected {\"train\": [...], \"val\": [...], \"test\": [...]}")
-        unknown = set(self._split) - set(self.split_map)
-        if unknown:
-            raise RawFormatError(path, f"unknown split value(s) {sorted(unknown)}; expected {sorted(self.split_map)}")
+        self._split = self.read_split_file(self.raw_dir / "split.json")
         self._captions = read_json(self.raw_dir / "captions.json")
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         self._load()
-        release = {v: k for k, v in self.split_map.items()}[split]
+        release = self.release_split(split)
         captions_file = str(self.raw_dir / "captions.json")
         for raw_id in self._split.get(release, []):
             try:

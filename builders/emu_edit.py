@@ -19,7 +19,7 @@ from datasets import Value
 
 from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
-from idc_toolkit.hfcopy import find_split_files, image_bytes, iter_rows, table_batches
+from idc_toolkit.hfcopy import edit_pair, find_split_files, iter_rows, table_batches
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import PairRecord, pair_features
 
@@ -104,9 +104,10 @@ class EmuEdit(PairBuilder):
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         for file, n, row in iter_emu_rows(find_emu_files(self.raw_dir)[split]):
             record = f"row {n} (idx {row.get('idx')})"
-            before, after = image_bytes(row.get("image")), image_bytes(row.get("edited_image"))
-            if not before or not after:
-                report.skip(split, file, record, "image or edited_image has no bytes")
+            try:
+                before, after = edit_pair(row, "image", "edited_image")
+            except ValueError as exc:
+                report.skip(split, file, record, str(exc))
                 continue
             if not isinstance(row.get("instruction"), str) or not isinstance(row.get("idx"), int):
                 report.skip(split, file, record, "instruction or idx missing")

@@ -63,7 +63,7 @@ class ImageEditingRequest(PairBuilder):
     )
 
     def _items(self, split: str) -> tuple[str, list]:
-        release = {v: k for k, v in self.split_map.items()}[split]
+        release = self.release_split(split)
         path = self.raw_dir / f"{release}.json"
         items = read_json(path)
         if not isinstance(items, list):

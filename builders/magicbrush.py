@@ -17,7 +17,7 @@ from datasets import Image, Value
 
 from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
-from idc_toolkit.hfcopy import find_split_files, image_bytes, iter_rows
+from idc_toolkit.hfcopy import edit_pair, find_split_files, image_bytes, iter_rows
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
@@ -67,12 +67,13 @@ class MagicBrush(PairBuilder):
         return [self.split_map[s] for s in self._files()]
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
-        release = {v: k for k, v in self.split_map.items()}[split]
+        release = self.release_split(split)
         for file, n, row in iter_rows(self._files()[release], REQUIRED_COLUMNS):
             record = f"row {n} (img_id {row.get('img_id')}, turn {row.get('turn_index')})"
-            before, after = image_bytes(row.get("source_img")), image_bytes(row.get("target_img"))
-            if not before or not after:
-                report.skip(split, file, record, "source_img or target_img has no bytes")
+            try:
+                before, after = edit_pair(row, "source_img", "target_img")
+            except ValueError as exc:
+                report.skip(split, file, record, str(exc))
                 continue
             if not isinstance(row.get("instruction"), str):
                 report.skip(split, file, record, "instruction missing")

@@ -10,7 +10,6 @@ An ``img_id`` appears in several items when several annotators described it; the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
@@ -69,11 +68,8 @@ class SpotTheDiff(PairBuilder):
     def raw_files(self) -> list[str]:
         return ["annotations/train.json", "annotations/val.json", "annotations/test.json"]
 
-    def _release_split(self, split: str) -> str:
-        return {v: k for k, v in self.split_map.items()}[split]
-
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
-        path = self.raw_dir / "annotations" / f"{self._release_split(split)}.json"
+        path = self.raw_dir / "annotations" / f"{self.release_split(split)}.json"
         items = read_json(path)
         if not isinstance(items, list):
             from idc_toolkit.errors import RawFormatError
@@ -108,7 +104,7 @@ class SpotTheDiff(PairBuilder):
     def summarize(self, report: BuildReport) -> None:
         annotated: set[str] = set()
         for split in self.split_names():
-            path = self.raw_dir / "annotations" / f"{self._release_split(split)}.json"
+            path = self.raw_dir / "annotations" / f"{self.release_split(split)}.json"
             annotated.update(str(it.get("img_id")) for it in read_json(path) if isinstance(it, dict))
         stems = {n[: -len(".png")] for n in list_images(self.raw_dir / "resized_images") if n.endswith(".png")}
         before_ids = {s for s in stems if not s.endswith("_2") and not s.endswith("_diff")}

@@ -31,7 +31,7 @@ from idc_toolkit.rawio import read_json
 from idc_toolkit.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
-from idc_toolkit.hfcopy import image_bytes
+from idc_toolkit.hfcopy import edit_pair
 
 from .emu_edit import EmuEdit, find_emu_files, iter_emu_rows
 
@@ -186,9 +186,10 @@ class Syned(PairBuilder):
                     if cleaned != text:
                         report.repair(split, str(self.raw_dir / PARAPHRASES), f"{key!r}[{j}]", "quotes/whitespace stripped")
                     captions.append(cleaned)
-            before, after = image_bytes(row.get("image")), image_bytes(row.get("edited_image"))
-            if not before or not after:
-                report.skip(split, file, record, "image or edited_image has no bytes")
+            try:
+                before, after = edit_pair(row, "image", "edited_image")
+            except ValueError as exc:
+                report.skip(split, file, record, str(exc))
                 continue
             yield PairRecord(
                 pair_id=f"{split}_{idx}",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 from datasets import Features
 
 from .errors import BuildError, RawFormatError
+from .rawio import read_json
 from .report import BuildReport
 from .schema import PairRecord, pair_features
 
@@ -103,6 +104,20 @@ class PairBuilder:
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         """Yield the pairs of ``split`` in a deterministic order (resuming relies on it)."""
         raise NotImplementedError
+
+    def release_split(self, split: str) -> str:
+        """The release's own name of a toolkit split (``validation`` -> ``val``, ...)."""
+        return next(k for k, v in self.split_map.items() if v == split)
+
+    def read_split_file(self, path: Path) -> dict[str, list]:
+        """A ``{"train": [...], "val": [...], "test": [...]}`` file, its split names checked."""
+        data = read_json(path)
+        if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+            raise RawFormatError(path, "expected {\"train\": [...], \"val\": [...], \"test\": [...]}")
+        unknown = set(data) - set(self.split_map)
+        if unknown:
+            raise RawFormatError(path, f"unknown split value(s) {sorted(unknown)}; expected {sorted(self.split_map)}")
+        return data
 
     def summarize(self, report: BuildReport) -> None:
         """Whole-release notes and counters (run once, after every split is written)."""

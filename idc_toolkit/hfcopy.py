@@ -67,3 +67,12 @@ def image_bytes(cell: Any) -> Optional[bytes]:
     if isinstance(cell, dict):
         return cell.get("bytes")
     return cell if isinstance(cell, (bytes, bytearray)) else None
+
+
+def edit_pair(row: dict[str, Any], before_column: str, after_column: str) -> tuple[bytes, bytes]:
+    """The encoded before/after images of an editing row; ``ValueError`` says which is missing."""
+    before, after = image_bytes(row.get(before_column)), image_bytes(row.get(after_column))
+    missing = [c for c, b in ((before_column, before), (after_column, after)) if not b]
+    if missing:
+        raise ValueError(f"{' and '.join(missing)} has no image bytes")
+    return before, after  # type: ignore[return-value]

@@ -5,7 +5,7 @@ import pytest
 
 from idc_toolkit.demo.captions import synthetic_caption_set
 from idc_toolkit.metrics import score_groups
-from idc_toolkit.metrics.bleu import BleuCache, bleu_from_totals
+from idc_toolkit.metrics.bleu import bleu_from_totals
 from idc_toolkit.metrics.bootstrap import paired_test, resample_counts
 from idc_toolkit.metrics.core import build_cache
 from idc_toolkit.metrics.meteor import aggregate_statistics, stats_line

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from datasets import ClassLabel, load_dataset
+from datasets import load_dataset
 
 from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.builders import BUILDERS

@@ -4,7 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
-from datasets import ClassLabel, Image, List, Value, load_dataset
+from datasets import Image, List, Value, load_dataset
 
 from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.builders.syned import clean_paraphrase

@@ -1,6 +1,5 @@
 """Input hygiene and failure modes of the scorer (point 4 and 5 of the scorer issue)."""
 
-import numpy as np
 import pytest
 
 import idc_toolkit.metrics.meteor as meteor_mod
