@@ -19,24 +19,9 @@ import time
 
 def naive_evaluation(gts_raw: dict, res_raw: dict) -> dict:
     """COCOEvalCap.evaluate() without SPICE, exactly as peers call it (fresh scorers)."""
-    from pycocoevalcap.bleu.bleu import Bleu
-    from pycocoevalcap.cider.cider import Cider
-    from pycocoevalcap.meteor.meteor import Meteor
-    from pycocoevalcap.rouge.rouge import Rouge
-    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+    from idc_toolkit.metrics.reference import pycocoevalcap_scores
 
-    tok = PTBTokenizer()
-    gts = tok.tokenize({k: [{"caption": c} for c in v] for k, v in gts_raw.items()})
-    res = tok.tokenize({k: [{"caption": v}] for k, v in res_raw.items()})
-    out = {}
-    bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
-    out.update({f"Bleu_{k + 1}": bleu[k] for k in range(4)})
-    meteor = Meteor()
-    out["METEOR"], _ = meteor.compute_score(gts, res)
-    meteor.meteor_p.kill()  # pycocoevalcap's __del__ can deadlock; end the JVM ourselves
-    out["ROUGE_L"], _ = Rouge().compute_score(gts, res)
-    out["CIDEr"], _ = Cider().compute_score(gts, res)
-    return out
+    return pycocoevalcap_scores(gts_raw, res_raw)[0]
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import pytest
 from idc_toolkit.demo.captions import synthetic_caption_set
 from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.java import ptb_tokenize
+from idc_toolkit.metrics.reference import pycocoevalcap_scores
 
 pytestmark = pytest.mark.java
 
@@ -32,26 +33,6 @@ def test_reproduces_published_ddla_spot_the_diff_numbers(shared):
     assert sum(1 for r in refs.values() for c in r if c == "") == 7  # kept, as the published score does
 
 
-def _naive_group(gts_raw, res_raw, meteor):
-    """What peers do per group: an unmodified pycocoevalcap evaluation over the group only."""
-    from pycocoevalcap.bleu.bleu import Bleu
-    from pycocoevalcap.cider.cider import Cider
-    from pycocoevalcap.rouge.rouge import Rouge
-    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
-
-    tok = PTBTokenizer()
-    gts = tok.tokenize({k: [{"caption": c} for c in v] for k, v in gts_raw.items()})
-    res = tok.tokenize({k: [{"caption": v}] for k, v in res_raw.items()})
-    out = {}
-    bleu, bleu_pairs = Bleu(4).compute_score(gts, res, verbose=0)
-    out.update({f"Bleu_{k + 1}": bleu[k] for k in range(4)})
-    out["METEOR"], meteor_pairs = meteor.compute_score(gts, res)
-    out["ROUGE_L"], rouge_pairs = Rouge().compute_score(gts, res)
-    out["CIDEr"], cider_pairs = Cider().compute_score(gts, res)
-    per_pair = {"Bleu_4": bleu_pairs[3], "METEOR": meteor_pairs, "ROUGE_L": rouge_pairs, "CIDEr": cider_pairs}
-    return out, per_pair
-
-
 def test_per_group_scores_equal_separate_pycocoevalcap_runs():
     from pycocoevalcap.meteor.meteor import Meteor
 
@@ -68,17 +49,19 @@ def test_per_group_scores_equal_separate_pycocoevalcap_runs():
     worst = 0.0
     for gname in ["overall", *groups]:
         ids = list(refs) if gname == "overall" else groups[gname]
-        naive, naive_pairs = _naive_group({i: refs[i] for i in ids}, {i: hyps[i] for i in ids}, meteor)
+        naive, naive_pairs = pycocoevalcap_scores({i: refs[i] for i in ids}, {i: hyps[i] for i in ids}, meteor)
         for metric, value in naive.items():
             diff = abs(ours.groups[gname].scores[metric] - value)
             worst = max(worst, diff)
             assert diff <= 1e-9, (gname, metric, ours.groups[gname].scores[metric], value)
         if gname == "overall":
-            for metric, values in naive_pairs.items():
+            for metric in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr"):
+                values = naive_pairs[metric]
                 assert np.max(np.abs(np.asarray(ours.per_pair[metric]) - np.asarray(values))) <= 1e-9, metric
     # BLEU and ROUGE-L run pycocoevalcap's own code; CIDEr and METEOR are restructured
     for gname in ["overall", *groups]:
         assert ours.groups[gname].n == (len(refs) if gname == "overall" else len(groups[gname]))
+    meteor.meteor_p.kill()
     print(f"largest difference to the naive per-group runs: {worst:.3g}")
 
 
