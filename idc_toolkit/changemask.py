@@ -57,7 +57,7 @@ class Cluster:
 class ChangeMask:
     mask: np.ndarray  #: bool, at the after image's size
     boxes: list[list[float]]  #: [x0, y0, x1, y1] per kept cluster, after-image pixels
-    source: str  #: "diff" or "sam"
+    source: str  #: "sam" when a SAM mask was kept for at least one cluster, else "diff"
     clusters: list[Cluster] = field(default_factory=list)
     shift: tuple[int, int] = (0, 0)
 
@@ -275,7 +275,8 @@ def compute_change_mask(
     regions = [c.region for c in clusters]
     if refiner is not None and clusters:
         regions = refiner.refine(before, after, clusters, (w, h), params.tau)  # type: ignore[attr-defined]
-        source = "sam"
+        if getattr(refiner, "last_kept", 0):
+            source = "sam"  # at least one cluster took its SAM mask
     union = np.zeros((h, w), dtype=bool)
     for region in regions:
         union |= region

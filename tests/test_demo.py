@@ -15,5 +15,9 @@ def test_demo_end_to_end_and_rerun(tmp_path, capsys):
     m = json.loads((out / "eval" / "metrics.json").read_text())
     assert set(m["by_category"]) == {"color", "material", "add", "drop", "move", "distractor"}
     assert (out / "raw" / "masks").is_dir()
+    from datasets import load_dataset
+
+    test = load_dataset(str(out / "clevr_change_demo_masks"), split="test")
+    assert {"change_mask", "change_boxes", "mask_source"} <= set(test.features)
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

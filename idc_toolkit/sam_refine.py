@@ -1,0 +1,122 @@
+"""Segment Anything refinement of diff clusters (DAVIR §3.2).
+
+Every cluster's bounding box and centre point prompt ``SamPredictor`` on the after image and
+on the before image (a removal is only visible in the before image); of the 2 x 3 masks
+(``multimask_output``), the one with the highest IoU with the cluster's region is kept when
+that IoU reaches ``tau``. A cluster whose best SAM mask stays below ``tau`` keeps its diff
+region, so nothing the difference found is lost.
+
+Checkpoints load with ``torch.load(weights_only=True)`` (no pickled code runs) into the
+architecture ``--sam-type`` names: ``vit_h``, ``vit_l``, ``vit_b`` (segment-anything's
+registry, the official ``sam_vit_*.pth`` files) or ``tiny`` (a small architecture for tests
+and quick checks, random unless you trained it).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PIL import Image
+
+from .errors import IDCError
+
+SAM_TYPES = ("vit_h", "vit_l", "vit_b", "tiny")
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise IDCError(f"--device {device} was asked for, but CUDA is not available on this machine")
+    return device
+
+
+def build_tiny_sam():
+    """A 0.5M-parameter Sam with the real architecture's structure (tests, dry runs)."""
+    import torch
+    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+    img, patch, dim = 256, 16, 32
+    emb = img // patch
+    return Sam(
+        image_encoder=ImageEncoderViT(img_size=img, patch_size=patch, embed_dim=32, depth=2, num_heads=2, mlp_ratio=2.0,
+                                      out_chans=dim, qkv_bias=True, norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
+                                      use_rel_pos=True, window_size=4, global_attn_indexes=(1,)),
+        prompt_encoder=PromptEncoder(embed_dim=dim, image_embedding_size=(emb, emb), input_image_size=(img, img), mask_in_chans=4),
+        mask_decoder=MaskDecoder(num_multimask_outputs=3, transformer=TwoWayTransformer(depth=1, embedding_dim=dim, mlp_dim=64, num_heads=2),
+                                 transformer_dim=dim, iou_head_depth=2, iou_head_hidden_dim=32),
+        pixel_mean=[123.675, 116.28, 103.53],
+        pixel_std=[58.395, 57.12, 57.375],
+    )
+
+
+def load_sam(checkpoint: Path | str, sam_type: str, device: str = "auto"):
+    """A Sam model from a checkpoint file, on ``device``; clear errors before any work."""
+    import torch
+
+    path = Path(checkpoint)
+    if sam_type not in SAM_TYPES:
+        raise IDCError(f"unknown --sam-type {sam_type!r}; choose one of {', '.join(SAM_TYPES)}")
+    if not path.is_file():
+        raise IDCError(f"SAM checkpoint not found: {path}")
+    device = resolve_device(device)
+    if sam_type == "tiny":
+        model = build_tiny_sam()
+    else:
+        from segment_anything import sam_model_registry
+
+        model = sam_model_registry[sam_type](checkpoint=None)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+    except Exception as exc:  # shape mismatch, not a state dict, pickled code
+        raise IDCError(f"{path} is not a {sam_type} Segment Anything checkpoint: {exc}") from None
+    return model.to(device).eval()
+
+
+class SamRefiner:
+    """Turns diff clusters into SAM masks (see the module docstring)."""
+
+    def __init__(self, model):
+        from segment_anything import SamPredictor
+
+        self.predictor = SamPredictor(model)
+
+    def _candidates(self, image: np.ndarray, boxes: np.ndarray, points: np.ndarray) -> np.ndarray:
+        import torch
+
+        p = self.predictor
+        p.set_image(image)
+        device = p.device
+        tb = p.transform.apply_boxes_torch(torch.as_tensor(boxes, dtype=torch.float, device=device), image.shape[:2])
+        tp = p.transform.apply_coords_torch(torch.as_tensor(points[:, None, :], dtype=torch.float, device=device), image.shape[:2])
+        labels = torch.ones((len(points), 1), dtype=torch.int, device=device)
+        with torch.no_grad():
+            masks, _, _ = p.predict_torch(point_coords=tp, point_labels=labels, boxes=tb, multimask_output=True)
+        return masks.cpu().numpy()  # (clusters, 3, H, W) bool
+
+    def refine(self, before: Image.Image, after: Image.Image, clusters: Sequence, size: tuple[int, int], tau: float):
+        """One region per cluster: the best SAM mask if its IoU with the region >= tau."""
+        a = np.asarray(after.convert("RGB").resize(size, Image.BILINEAR))
+        b = np.asarray(before.convert("RGB").resize(size, Image.BILINEAR))
+        boxes = np.array([c.box for c in clusters], dtype=np.float32)
+        points = np.array([c.point for c in clusters], dtype=np.float32)
+        cands = np.concatenate([self._candidates(a, boxes, points), self._candidates(b, boxes, points)], axis=1)
+        regions, kept = [], 0
+        for c, masks in zip(clusters, cands):
+            inter = (masks & c.region).sum(axis=(1, 2))
+            union = (masks | c.region).sum(axis=(1, 2))
+            iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+            j = int(np.argmax(iou))
+            if iou[j] >= tau:
+                regions.append(masks[j])
+                kept += 1
+            else:
+                regions.append(c.region)
+        self.last_kept = kept
+        return regions

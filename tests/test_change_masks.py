@@ -1,0 +1,178 @@
+"""Change masks: exact DBSCAN, distractor robustness, quality on demo pairs, SAM through the
+CLI with a tiny random model, determinism, resume and sharding of the pass, FAC helpers."""
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from datasets import load_dataset
+from PIL import Image, ImageChops, ImageEnhance
+
+from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.changemask import MaskParams, compute_change_mask, grid_dbscan
+from idc_toolkit.cli.precompute import main as precompute_main
+from idc_toolkit.errors import IDCError
+from idc_toolkit.mask_pass import add_change_masks
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grid_dbscan_equals_sklearn(seed):
+    from sklearn.cluster import DBSCAN
+
+    rng = np.random.default_rng(seed)
+    h, w = rng.integers(15, 70, 2)
+    mask = rng.random((h, w)) < rng.uniform(0.02, 0.35)
+    eps, min_samples = float(rng.choice([1.0, 1.5, 2.0, 3.0])), int(rng.integers(2, 9))
+    expected = DBSCAN(eps=eps, min_samples=min_samples).fit(np.argwhere(mask)).labels_
+    assert np.array_equal(grid_dbscan(mask, eps, min_samples)[mask], expected)
+
+
+def _demo_pair(raw, sid):
+    return (Image.open(raw / "images" / f"CLEVR_default_{sid}.png"), Image.open(raw / "sc_images" / f"CLEVR_semantic_{sid}.png"),
+            np.asarray(Image.open(raw / "masks" / f"{sid}.png")) > 127)
+
+
+def test_quality_on_demo_pairs_with_ground_truth(demo_raw):
+    types = json.loads((demo_raw / "type_mapping.json").read_text())
+    ious = {}
+    for change_type, names in types.items():
+        vals = []
+        for name in names:
+            before, after, gt = _demo_pair(demo_raw, name.split(".")[0])
+            pred = compute_change_mask(before, after).mask
+            vals.append((gt & pred).sum() / max(1, (gt | pred).sum()))
+        ious[change_type] = float(np.mean(vals))
+    for change_type in ("add", "drop", "color", "move"):
+        assert ious[change_type] >= 0.7, ious
+
+
+def test_distractors_do_not_light_up_the_image(demo_raw):
+    areas = []
+    for f in sorted((demo_raw / "nsc_images").iterdir()):
+        sid = f.stem.split("_")[-1]
+        areas.append(compute_change_mask(Image.open(demo_raw / "images" / f"CLEVR_default_{sid}.png"), Image.open(f)).mask.mean())
+    assert np.mean(areas) <= 0.02
+
+
+@pytest.mark.parametrize("factor", [0.7, 1.3])
+def test_global_brightness_change_alone_gives_no_mask(demo_raw, factor):
+    before = Image.open(demo_raw / "images" / "CLEVR_default_000000.png").convert("RGB")
+    after = ImageEnhance.Brightness(before).enhance(factor)
+    assert compute_change_mask(before, after).mask.mean() < 0.005
+    naive = np.abs(np.asarray(after, dtype=int) - np.asarray(before, dtype=int)).max(axis=2) > MaskParams().delta
+    assert naive.mean() > 0.5  # without relighting, the threshold alone would flag most of the image
+
+
+def test_small_camera_shift_is_compensated(demo_raw):
+    before = Image.open(demo_raw / "images" / "CLEVR_default_000001.png").convert("RGB")
+    after = ImageChops.offset(before, 3, -2)
+    cm = compute_change_mask(before, after)
+    assert cm.shift == (-2, 3) and cm.mask.mean() < 0.005
+
+
+@pytest.fixture(scope="module")
+def demo_dataset(demo_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("maskds") / "ds"
+    build_dataset(make_builder("clevr_change", demo_raw), out, max_shard_rows=8, progress=False)
+    return out
+
+
+def _column(out, name):
+    return [v for f in sorted((out / "data").glob("*.parquet")) for v in pq.read_table(f, columns=["pair_id", name]).to_pylist()]
+
+
+def test_diff_fallback_through_the_cli(demo_dataset, tmp_path):
+    out = tmp_path / "masks"
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--no-progress", "--num-proc", "2"]) == 0
+    ds = load_dataset(str(out), split="test")
+    assert set(ds["mask_source"]) == {"diff"}
+    row = ds[0]
+    assert row["change_mask"].size == row["after"].size and row["change_mask"].mode == "L"
+    card = (out / "README.md").read_text()
+    assert "## Change masks" in card and '"delta": 32.0' in card and "name: change_mask" in card
+    assert len(ds) == len(load_dataset(str(demo_dataset), split="test"))
+
+
+def test_tiny_sam_checkpoint_through_the_cli_is_deterministic(demo_dataset, tmp_path):
+    import torch
+
+    from idc_toolkit.sam_refine import build_tiny_sam
+
+    torch.manual_seed(0)
+    ckpt = tmp_path / "sam_tiny.pth"
+    torch.save(build_tiny_sam().state_dict(), ckpt)
+    args = ["masks", "--dataset", str(demo_dataset), "--sam-checkpoint", str(ckpt), "--sam-type", "tiny", "--device", "cpu",
+            "--tau", "0.0", "--no-progress"]
+    assert precompute_main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert precompute_main([*args, "--out", str(tmp_path / "b")]) == 0
+    a, b = _column(tmp_path / "a", "change_mask"), _column(tmp_path / "b", "change_mask")
+    assert a == b
+    sources = {r["mask_source"] for r in _column(tmp_path / "a", "mask_source")}
+    assert "sam" in sources  # tau 0: every cluster takes its SAM mask
+    assert "Segment Anything (`tiny`" in (tmp_path / "a" / "README.md").read_text()
+
+
+def test_bad_sam_inputs_fail_before_any_work(demo_dataset, tmp_path, capsys):
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(tmp_path / "o"),
+                            "--sam-checkpoint", str(tmp_path / "missing.pth")]) == 1
+    assert "SAM checkpoint not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.pth"
+    import torch
+
+    torch.save({"not": torch.zeros(1)}, bad)
+    with pytest.raises(IDCError, match="is not a tiny Segment Anything checkpoint"):
+        add_change_masks(demo_dataset, tmp_path / "o2", sam_checkpoint=str(bad), sam_type="tiny", device="cpu")
+    assert not (tmp_path / "o2" / "data").exists() or not list((tmp_path / "o2" / "data").glob("*.parquet"))
+
+
+def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, monkeypatch):
+    import idc_toolkit.mask_pass as mp
+
+    full = add_change_masks(demo_dataset, tmp_path / "full", progress=False)
+    assert full.complete and full.shards_total > 3
+    calls = {"n": 0}
+    original = mp.compute_change_mask
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 20:
+            raise KeyboardInterrupt
+        return original(*a, **k)
+
+    monkeypatch.setattr(mp, "compute_change_mask", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        add_change_masks(demo_dataset, tmp_path / "resumed", progress=False)
+    done_before = sorted(p.name for p in (tmp_path / "resumed" / "data").glob("*.parquet"))
+    assert 0 < len(done_before) < full.shards_total and not list((tmp_path / "resumed" / "data").glob("*.partial"))
+    monkeypatch.setattr(mp, "compute_change_mask", original)
+    calls["n"] = 0
+    result = add_change_masks(demo_dataset, tmp_path / "resumed", progress=False)
+    assert result.complete
+    assert _column(tmp_path / "resumed", "change_mask") == _column(tmp_path / "full", "change_mask")
+
+    first = add_change_masks(demo_dataset, tmp_path / "sharded", shard=(0, 2), progress=False)
+    assert not first.complete and not (tmp_path / "sharded" / "README.md").exists()
+    second = add_change_masks(demo_dataset, tmp_path / "sharded", shard=(1, 2), progress=False)
+    assert second.complete and (tmp_path / "sharded" / "README.md").is_file()
+    assert _column(tmp_path / "sharded", "change_mask") == _column(tmp_path / "full", "change_mask")
+
+
+def test_soft_patch_mask_and_fac_loss():
+    import torch
+
+    from idc_toolkit.fac import fac_kl_loss, soft_patch_mask
+
+    mask = torch.zeros(2, 64, 64)
+    mask[0, 8:24, 8:24] = 1
+    soft = soft_patch_mask(mask, 8, sigma=1.0)
+    assert soft.shape == (2, 8, 8) and float(soft[1].sum()) == 0.0
+    assert soft[0, 2, 2] > soft[0, 6, 6] and 0 <= float(soft.min()) and float(soft.max()) <= 1
+    attention = soft.clone().requires_grad_(True)
+    assert float(fac_kl_loss(attention + 1e-12, soft).detach()) == pytest.approx(0.0, abs=1e-5)
+    uniform = torch.full((2, 8, 8), 1 / 64, requires_grad=True)
+    loss = fac_kl_loss(uniform, soft)
+    loss.backward()
+    assert float(loss.detach()) > 0.5 and uniform.grad is not None
+    assert float(fac_kl_loss(uniform, torch.zeros(2, 8, 8))) == 0.0
