@@ -78,11 +78,13 @@ def run_pass(
     shard: tuple[int, int] = (0, 1),
     num_proc: int = 1,
     progress: bool = True,
+    batched: bool = False,
 ) -> PassResult:
     """Add ``new_features`` columns computed by ``row_fn`` to every row (see module docstring).
 
     ``row_fn`` gets a row with encoded images (``{"bytes", "path"}``) and returns the new
     columns; with ``num_proc`` > 1 it must be picklable (a module-level function or partial).
+    With ``batched``, it gets a list of rows (one row group) and returns a list.
     """
     src, out = Path(dataset_dir), Path(out_dir)
     if src.resolve() == out.resolve():
@@ -104,7 +106,10 @@ def run_pass(
             writer = pq.ParquetWriter(partial, schema, **_column_options(out_features, schema))
             try:
                 for rows in _rows(path):
-                    computed = list(pool.map(row_fn, rows)) if pool else [row_fn(r) for r in rows]
+                    if batched:
+                        computed = row_fn(rows)  # type: ignore[arg-type]
+                    else:
+                        computed = list(pool.map(row_fn, rows)) if pool else [row_fn(r) for r in rows]
                     for row, new in zip(rows, computed):
                         row.update(new)
                     writer.write_table(pa.Table.from_pylist(rows, schema=schema), row_group_size=ROWS_PER_GROUP)

