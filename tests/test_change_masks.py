@@ -175,3 +175,11 @@ def test_soft_patch_mask_and_fac_loss():
     loss.backward()
     assert float(loss.detach()) > 0.5 and uniform.grad is not None
     assert float(fac_kl_loss(uniform, torch.zeros(2, 8, 8))) == 0.0
+
+
+def test_devices_run_one_worker_per_device(demo_dataset, tmp_path):
+    out = tmp_path / "dev"
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--devices", "cpu,cpu", "--no-progress"]) == 0
+    assert (out / "README.md").is_file()
+    full = add_change_masks(demo_dataset, tmp_path / "one", progress=False)
+    assert full.complete and _column(out, "change_mask") == _column(tmp_path / "one", "change_mask")

@@ -17,7 +17,7 @@ def test_demo_end_to_end_and_rerun(tmp_path, capsys):
     assert (out / "raw" / "masks").is_dir()
     from datasets import load_dataset
 
-    test = load_dataset(str(out / "clevr_change_demo_masks"), split="test")
-    assert {"change_mask", "change_boxes", "mask_source"} <= set(test.features)
+    test = load_dataset(str(out / "clevr_change_demo_entities"), split="test")
+    assert {"change_mask", "change_boxes", "mask_source", "entities", "gt_entities"} <= set(test.features)
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

@@ -1,8 +1,9 @@
 """``idc-demo``: the whole toolkit on embedded data, offline, in about a minute.
 
 generate a CLEVR-Change-format raw release -> ``idc-build clevr_change`` -> change masks
-(``idc-precompute masks``, diff-only) -> a nearest-neighbour baseline -> ``idc-eval`` with the
-per-category table. Every step goes through the same code
+(``idc-precompute masks``, diff-only) -> change entities (spaCy phrases; open_clip retrieval,
+with a tiny RANDOM model unless ``--clip-checkpoint`` is given: a pipeline check, not a
+result) -> a nearest-neighbour baseline -> ``idc-eval`` with the per-category table. Every step goes through the same code
 as real data. Rerunning resumes: a finished build is reused.
 """
 
@@ -22,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-per-type", type=int, default=40, help="scene ids per change type (default 40)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-eval", action="store_true", help="stop after building the dataset")
+    p.add_argument("--clip-model", help="open_clip model for the entities step (default: a tiny random one)")
+    p.add_argument("--clip-checkpoint", help="open_clip weights for --clip-model")
     args = p.parse_args(argv)
     out = Path(args.out)
     try:
@@ -30,33 +33,45 @@ def main(argv: list[str] | None = None) -> int:
 
         raw = out / "raw"
         if not (raw / "splits.json").is_file():
-            print(f"[1/5] generating the demo raw release (CLEVR-Change format) in {raw}")
+            print(f"[1/6] generating the demo raw release (CLEVR-Change format) in {raw}")
             generate_demo_release(raw, n_per_type=args.n_per_type, seed=args.seed)
         else:
-            print(f"[1/5] reusing the demo raw release in {raw}")
-        print("[2/5] building it with the clevr_change builder")
+            print(f"[1/6] reusing the demo raw release in {raw}")
+        print("[2/6] building it with the clevr_change builder")
         result = build_dataset(make_builder("clevr_change", raw), out / "clevr_change_demo", progress=False)
         print(result.report.summary())
         if args.no_eval:
             return 0
         from ..mask_pass import add_change_masks
 
-        print("[3/5] change masks (diff clusters; pass --sam-checkpoint to idc-precompute for SAM masks)")
+        print("[3/6] change masks (diff clusters; pass --sam-checkpoint to idc-precompute for SAM masks)")
         masks = add_change_masks(out / "clevr_change_demo", out / "clevr_change_demo_masks", progress=False)
         print(f"{masks.out_dir}: change_mask, change_boxes, mask_source added")
+        from importlib import resources
+
+        from ..entity_pass import add_change_entities
+
+        tiny = args.clip_model is None
+        print("[4/6] change entities" + (" (tiny RANDOM open_clip: checks the pipeline, the entities mean nothing)" if tiny else ""))
+        config = resources.files("idc_toolkit.demo").joinpath("idc-demo-tiny-clip.json")
+        with resources.as_file(config) as config_path:
+            ents = add_change_entities(out / "clevr_change_demo_masks", out / "clevr_change_demo_entities",
+                                       args.clip_model or "idc-demo-tiny-clip", args.clip_checkpoint,
+                                       str(config_path) if tiny else None, top_k=3, device="cpu", progress=False)
+        print(f"{ents.out_dir}: entities, entity_scores, gt_entities added (vocabulary: entities_vocab.json)")
         from datasets import load_dataset
 
         from ..demo.baseline import nearest_neighbour_predictions
 
-        print("[4/5] nearest-neighbour baseline: train -> test")
-        ds = load_dataset(str(out / "clevr_change_demo_masks"))
+        print("[5/6] nearest-neighbour baseline: train -> test")
+        ds = load_dataset(str(out / "clevr_change_demo_entities"))
         preds = nearest_neighbour_predictions(list(ds["train"]), list(ds["test"]))
         pred_path = out / "baseline_predictions.json"
         pred_path.write_text(json.dumps(preds, indent=1))
-        print("[5/5] scoring with idc-eval (per-category breakdown)")
+        print("[6/6] scoring with idc-eval (per-category breakdown)")
         from .eval import main as eval_main
 
-        return eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_masks"),
+        return eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_entities"),
                           "--split", "test", "--out", str(out / "eval"), "--bootstrap", "200"])
     except IDCError as exc:
         print(f"idc-demo: error: {exc}", file=sys.stderr)

