@@ -67,13 +67,19 @@ def disc_offsets(eps: float) -> list[tuple[int, int]]:
     return [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1) if dy * dy + dx * dx <= eps * eps]
 
 
+def overlap(h: int, w: int, dy: int, dx: int) -> tuple[tuple[slice, slice], tuple[slice, slice]]:
+    """Slices ``(src, dst)`` with ``dst_image[dst] <-> src_image[src]`` for a shift (dy, dx):
+    pixel (y, x) of the source lands on (y + dy, x + dx); only the overlap is addressed."""
+    ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
+    xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
+    return (ys, xs), (yd, xd)
+
+
 def _shifted(arr: np.ndarray, dy: int, dx: int, fill) -> np.ndarray:
     """``out[y, x] = arr[y + dy, x + dx]`` with ``fill`` outside the array."""
-    h, w = arr.shape
     out = np.full_like(arr, fill)
-    ys, yd = (slice(dy, h), slice(0, h - dy)) if dy >= 0 else (slice(0, h + dy), slice(-dy, h))
-    xs, xd = (slice(dx, w), slice(0, w - dx)) if dx >= 0 else (slice(0, w + dx), slice(-dx, w))
-    out[yd, xd] = arr[ys, xs]
+    src, dst = overlap(*arr.shape, -dy, -dx)
+    out[dst] = arr[src]
     return out
 
 
@@ -157,9 +163,8 @@ def best_shift(b: np.ndarray, a: np.ndarray, max_shift: int) -> tuple[int, int]:
     best, best_cost = (0, 0), np.inf
     for dy in range(-s, s + 1):
         for dx in range(-s, s + 1):
-            ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
-            xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
-            cost = float(np.mean(np.abs(ga[yd, xd] - gb[ys, xs])))
+            src, dst = overlap(h, w, dy, dx)
+            cost = float(np.mean(np.abs(ga[dst] - gb[src])))
             if cost < best_cost - 1e-6 or (abs(cost - best_cost) <= 1e-6 and abs(dy) + abs(dx) < abs(best[0]) + abs(best[1])):
                 best, best_cost = (2 * dy, 2 * dx), cost
     if best == (0, 0):
@@ -175,9 +180,8 @@ def best_shift(b: np.ndarray, a: np.ndarray, max_shift: int) -> tuple[int, int]:
         for dx in range(cx - 1, cx + 2):
             if abs(dy) > max_shift or abs(dx) > max_shift:
                 continue
-            ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
-            xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
-            cost = float(np.mean(np.abs(ga[yd, xd] - gb[ys, xs])))
+            src, dst = overlap(h, w, dy, dx)
+            cost = float(np.mean(np.abs(ga[dst] - gb[src])))
             if cost < best_cost:
                 best, best_cost = (dy, dx), cost
     return best
@@ -214,12 +218,11 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> tuple[np
     """Boolean map of changed pixels (working resolution) and the camera shift compensated."""
     dy, dx = best_shift(b, a, params.max_shift)
     h, w = a.shape[:2]
-    ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
-    xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
-    after_overlap = a[yd, xd]
-    before_overlap = relight(b[ys, xs], after_overlap)
+    src, dst = overlap(h, w, dy, dx)
+    after_overlap = a[dst]
+    before_overlap = relight(b[src], after_overlap)
     changed = np.zeros((h, w), dtype=bool)
-    changed[yd, xd] = np.abs(after_overlap - before_overlap).max(axis=2) > params.delta
+    changed[dst] = np.abs(after_overlap - before_overlap).max(axis=2) > params.delta
     return changed, (dy, dx)
 
 
