@@ -1,9 +1,10 @@
 """``idc-eval``: score predictions exactly as coco-caption does, with per-category breakdowns.
 
     idc-eval --predictions P (--dataset DS [--split test] | --references R [--categories C]) --out DIR
+    idc-eval --model blip2idc|davir --base-model NAME_OR_PATH [--adapter PATH] --dataset DS --out DIR
     idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]
 
-Starts fast: nothing here imports torch or transformers.
+Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
 
 from __future__ import annotations
@@ -32,7 +33,20 @@ def _add_reference_args(p: argparse.ArgumentParser) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="idc-eval", description="Score image-difference captions (coco-caption metrics).")
-    p.add_argument("--predictions", required=True, help="JSON {id: caption}, coco results list, or JSONL")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
+    what.add_argument("--model", help="run a checkpoint first: blip2idc | davir")
+    m = p.add_argument_group("checkpoint runs (--model)")
+    m.add_argument("--base-model", help="base model name or local path")
+    m.add_argument("--revision", help="base model revision (Hub)")
+    m.add_argument("--adapter", help="LoRA adapter folder (peft; adapter_model.safetensors or the old adapter_model.bin)")
+    m.add_argument("--batch-size", type=int, default=8)
+    m.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
+    m.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    m.add_argument("--limit", type=int, help="only the first N pairs of the split")
+    m.add_argument("--predict-only", action="store_true", help="write predictions.jsonl, do not score")
+    m.add_argument("--save-attention", metavar="DIR", help="davir: save final-layer CLS-to-patch attention maps")
+    m.add_argument("--num-entities", type=int, default=1, help="davir: entities in the prompt (default 1, the paper's best)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--no-breakdown", action="store_true", help="score only the whole set")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="95%% bootstrap intervals from N resamples")
@@ -115,13 +129,56 @@ def run_compare(args) -> dict:
     return report
 
 
+def run_model(args) -> None:
+    """Generate with a checkpoint (resumable), then score like --predictions."""
+    from idc_toolkit.evaluators.generation import dataset_name, dataset_rows, dist_info, generate_predictions
+    from idc_toolkit.evaluators.registry import get_runner_class
+
+    if not args.dataset:
+        raise IDCError("--model needs --dataset (the pairs to caption and their references)")
+    if not args.base_model:
+        raise IDCError("--model needs --base-model (a Hub name or a local folder)")
+    if args.adapter and not Path(args.adapter).is_dir():
+        raise IDCError(f"adapter folder not found: {args.adapter}")
+    cls = get_runner_class(args.model)
+    names, _ = dataset_rows(args.dataset, args.split)
+    missing = [c for c in cls.required_columns if c not in names]
+    if missing:
+        hint = "; run idc-precompute entities first" if "entities" in missing else ""
+        raise IDCError(f"{args.dataset} [{args.split}] has no {', '.join(missing)} column(s), which {args.model} needs{hint}")
+    from idc_toolkit.sam_refine import resolve_device
+
+    rank, world, local_rank = dist_info()
+    device = resolve_device(args.device)
+    if world > 1 and device == "cuda":
+        device = f"cuda:{local_rank}"
+    runner = cls(args.base_model, args.adapter, device, args.dtype, dataset_name(args.dataset), revision=args.revision,
+                 save_attention=args.save_attention, num_entities=args.num_entities)
+    out = Path(args.out)
+    path = generate_predictions(runner, args.dataset, args.split, out, args.batch_size, args.limit)
+    if rank != 0:
+        return
+    (out / "model.json").write_text(json.dumps({"model": args.model, **runner.describe}, indent=2) + "\n")
+    print(f"predictions: {path}")
+    if args.predict_only:
+        return
+    args.predictions = str(path)
+    if args.limit is not None:
+        args.allow_missing = True
+    run_score(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "compare":
             run_compare(make_compare_parser().parse_args(argv[1:]))
         else:
-            run_score(make_parser().parse_args(argv))
+            args = make_parser().parse_args(argv)
+            if args.model:
+                run_model(args)
+            else:
+                run_score(args)
     except IDCError as exc:
         print(f"idc-eval: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,94 @@
+"""LoRA adapters (peft) for the checkpoint runners, checked before any work starts.
+
+Two formats load: today's peft (``adapter_config.json`` + ``adapter_model.safetensors``) and
+the one BLIP2IDC released, written by peft 0.5 (``adapter_model.bin``, a torch pickle). The
+pickle is read with ``torch.load(weights_only=True)``: tensors only, no code runs.
+
+Checks, each an error naming the adapter: the folder or its files are missing; a target
+module of the adapter matches nothing in the base model; a LoRA tensor's shape does not fit
+the module it wraps. A different ``base_model_name_or_path`` (a Hub name vs your local copy)
+is only a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+from idc_toolkit.errors import IDCError
+
+_LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$")
+
+
+def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(config, state_dict)`` of an adapter folder in either format."""
+    import torch
+
+    folder = Path(adapter_dir)
+    config_path = folder / "adapter_config.json"
+    if not config_path.is_file():
+        raise IDCError(f"adapter {folder}: no adapter_config.json (is this a peft LoRA adapter folder?)")
+    config = json.loads(config_path.read_text())
+    if config.get("peft_type", "LORA") != "LORA":
+        raise IDCError(f"adapter {folder}: peft_type {config.get('peft_type')!r}, only LORA adapters are supported")
+    if (folder / "adapter_model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        state = load_file(str(folder / "adapter_model.safetensors"))
+    elif (folder / "adapter_model.bin").is_file():
+        try:
+            state = torch.load(folder / "adapter_model.bin", map_location="cpu", weights_only=True)
+        except Exception as exc:
+            raise IDCError(f"adapter {folder}: adapter_model.bin is not a plain tensor file ({exc})") from None
+    else:
+        raise IDCError(f"adapter {folder}: neither adapter_model.safetensors nor adapter_model.bin")
+    return config, state
+
+
+def check_adapter(model, config: dict[str, Any], state: dict[str, Any], base_name: str, adapter_dir: str) -> None:
+    """Fail before any work if the adapter cannot apply to ``model``."""
+    named = dict(model.named_modules())
+    targets = config.get("target_modules") or []
+    if isinstance(targets, str):
+        targets = [targets]
+    unmatched = [t for t in targets if not any(n == t or n.endswith("." + t) for n in named)]
+    if unmatched:
+        raise IDCError(f"adapter {adapter_dir}: target module(s) {unmatched} do not exist in the base model {base_name}")
+    bad = []
+    for key, tensor in state.items():
+        m = _LORA_KEY.match(key)
+        if not m:
+            continue
+        module = named.get(m.group(1))
+        if module is None or not hasattr(module, "weight"):
+            bad.append(f"{key}: no module {m.group(1)!r}")
+            continue
+        out_f, in_f = module.weight.shape[:2]
+        if m.group(2) == "A" and tensor.shape[1] != in_f:
+            bad.append(f"{key}: shape {tuple(tensor.shape)} does not fit input size {in_f}")
+        if m.group(2) == "B" and tensor.shape[0] != out_f:
+            bad.append(f"{key}: shape {tuple(tensor.shape)} does not fit output size {out_f}")
+    if bad:
+        raise IDCError(f"adapter {adapter_dir} does not fit the base model {base_name}: " + "; ".join(bad[:5]))
+    declared = config.get("base_model_name_or_path")
+    if declared and declared != base_name and Path(declared).name != Path(base_name).name:
+        warnings.warn(f"adapter {adapter_dir} was trained on {declared!r}; applying it to {base_name!r}", stacklevel=2)
+
+
+def apply_adapter(model, adapter_dir: Path | str, base_name: str):
+    """The base model with the LoRA adapter loaded (merged for inference speed)."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+
+    config, state = read_adapter(adapter_dir)
+    check_adapter(model, config, state, base_name, str(adapter_dir))
+    fields = LoraConfig.__dataclass_fields__
+    lora = LoraConfig(**{k: v for k, v in config.items() if k in fields and k not in ("auto_mapping", "revision", "task_type")})
+    peft_model = get_peft_model(model, lora)
+    result = set_peft_model_state_dict(peft_model, state)
+    missing_lora = [k for k in getattr(result, "missing_keys", []) if "lora_" in k]
+    if missing_lora:
+        raise IDCError(f"adapter {adapter_dir}: {len(missing_lora)} LoRA tensors missing, e.g. {missing_lora[0]}")
+    return peft_model.merge_and_unload()

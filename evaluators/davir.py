@@ -1,0 +1,138 @@
+"""DAVIR: InstructBLIP + LoRA, prompted with change entities, both images through one encoder.
+
+DAVIR's paper is under review and neither code nor weights are public; every point below is
+our reading of it, written down so a user can check it against the paper:
+
+* Base: ``InstructBlipForConditionalGeneration`` with a LoRA adapter on the ViT and Q-Former
+  QKV and the LLM (any peft LoRA adapter loads; see :mod:`.adapters`).
+* Pair input: the before and after images go separately through the shared vision encoder;
+  their patch embeddings are concatenated along the sequence, so the Q-Former's queries
+  cross-attend to both images at once. (A :class:`PairVisionEncoder` wraps the encoder; the
+  rest of InstructBLIP runs unchanged.)
+* Prompt (eq. 10): ``"[Prompt] Entity: e1, ..."`` with [Prompt] = ``"Describe the difference
+  between the two images."`` and the top ``--num-entities`` entities (1 by default, the paper's
+  best) of the dataset's ``entities`` column (``idc-precompute entities``); the same text goes to
+  the Q-Former and the LLM, as InstructBLIP does.
+* Decoding: greedy, ``max_new_tokens=77`` (as BLIP2IDC; the paper gives no value).
+* ``--save-attention DIR``: final-layer CLS-to-patch attention of the vision encoder (eager
+  attention; SDPA returns none), head-averaged, drawn over the before and the after image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from .adapters import apply_adapter
+from .blip2idc import ensure_image_token, resolve_dtype
+
+PROMPT = "Describe the difference between the two images."
+
+
+def build_prompt(entities: list[str], n: int) -> str:
+    picked = [e for e in entities[:n] if e]
+    return f"{PROMPT} Entity: {', '.join(picked)}." if picked else PROMPT
+
+
+def _pair_encoder_class():
+    import torch
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    class PairVisionEncoder(torch.nn.Module):
+        """Encodes ``pixel_values`` of shape (B, 6, H, W) = before and after on the channel
+        axis with the one shared encoder and concatenates the two token sequences."""
+
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, pixel_values, **kwargs):
+            kwargs.pop("return_dict", None)
+            before = self.encoder(pixel_values=pixel_values[:, :3], return_dict=True, **kwargs)
+            after = self.encoder(pixel_values=pixel_values[:, 3:], return_dict=True, **kwargs)
+            hidden = torch.cat([before.last_hidden_state, after.last_hidden_state], dim=1)
+            return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden[:, 0])
+
+    return PairVisionEncoder
+
+
+class DavirRunner:
+    name = "davir"
+    required_columns = ("pair_id", "before", "after", "entities")
+
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, dataset_name: Optional[str] = None,
+                 max_new_tokens: int = 77, revision: Optional[str] = None, num_entities: int = 1,
+                 save_attention: Optional[str] = None, **_: Any):
+        from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
+
+        kwargs = {"revision": revision} if revision else {}
+        self.device, self.dtype = device, resolve_dtype(dtype, device)
+        self.processor = InstructBlipProcessor.from_pretrained(base_model, **kwargs)
+        model = InstructBlipForConditionalGeneration.from_pretrained(base_model, dtype=self.dtype, **kwargs)
+        ensure_image_token(model, self.processor)
+        if adapter:
+            model = apply_adapter(model, adapter, base_model)  # LoRA names refer to the plain encoder
+        self.encoder = model.vision_model
+        model.vision_model = _pair_encoder_class()(self.encoder)
+        self.model = model.to(device).eval()
+        self.num_entities, self.max_new_tokens = num_entities, max_new_tokens
+        self.attention_dir = Path(save_attention) if save_attention else None
+        if self.attention_dir:
+            self.attention_dir.mkdir(parents=True, exist_ok=True)
+        self.describe = {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": str(self.dtype),
+                         "prompt": f"{PROMPT} Entity: <top {num_entities} of the entities column>",
+                         "pair_input": "before and after encoded separately, tokens concatenated for the Q-Former",
+                         "generation": f"greedy, max_new_tokens={max_new_tokens}"}
+
+    def generate(self, rows: list[dict[str, Any]]) -> list[str]:
+        import torch
+
+        prompts = [build_prompt(list(r.get("entities") or []), self.num_entities) for r in rows]
+        befores = [r["before"].convert("RGB") for r in rows]
+        afters = [r["after"].convert("RGB") for r in rows]
+        inputs = self.processor(images=befores, text=prompts, return_tensors="pt", padding=True)
+        after_pixels = self.processor.image_processor(afters, return_tensors="pt")["pixel_values"]
+        pixel_values = torch.cat([inputs["pixel_values"], after_pixels], dim=1).to(self.device, self.dtype)
+        inputs = {k: v.to(self.device) for k, v in inputs.items() if k != "pixel_values"}
+        with torch.no_grad():
+            out = self.model.generate(pixel_values=pixel_values, **inputs, max_new_tokens=self.max_new_tokens,
+                                      do_sample=False, num_beams=1)
+        n_prompt = inputs["input_ids"].shape[1]
+        texts = self.processor.batch_decode(out[:, n_prompt:] if out.shape[1] > n_prompt else out, skip_special_tokens=True)
+        if self.attention_dir:
+            self.save_attention(rows, pixel_values)
+        return [t.strip() for t in texts]
+
+    def attention_maps(self, pixel_values):
+        """(B, 2, g, g): final-layer CLS-to-patch attention of the before and after image."""
+        import torch
+
+        self.encoder.config._attn_implementation = "eager"
+        maps = []
+        with torch.no_grad():
+            for k in (slice(0, 3), slice(3, 6)):
+                out = self.encoder(pixel_values=pixel_values[:, k], output_attentions=True, return_dict=True)
+                att = out.attentions[-1][:, :, 0, 1:].mean(1)
+                g = int(round(att.shape[-1] ** 0.5))
+                maps.append(att.reshape(att.shape[0], g, g))
+        return torch.stack(maps, dim=1).float().cpu()
+
+    def save_attention(self, rows, pixel_values) -> None:
+        import numpy as np
+        from PIL import Image
+
+        maps = self.attention_maps(pixel_values).numpy()
+        for row, pair_maps in zip(rows, maps):
+            panels = []
+            for img, m in zip((row["before"], row["after"]), pair_maps):
+                rgb = img.convert("RGB")
+                heat = (m - m.min()) / max(float(m.max() - m.min()), 1e-8)
+                heat_img = Image.fromarray((heat * 255).astype(np.uint8)).resize(rgb.size, Image.BILINEAR)
+                red = Image.merge("RGB", (heat_img, Image.new("L", rgb.size, 0), Image.new("L", rgb.size, 0)))
+                panels.append(Image.blend(rgb, red, 0.5))
+            canvas = Image.new("RGB", (sum(p.width for p in panels), max(p.height for p in panels)))
+            x = 0
+            for p in panels:
+                canvas.paste(p, (x, 0))
+                x += p.width
+            canvas.save(self.attention_dir / f"{row['pair_id']}.png")

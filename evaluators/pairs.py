@@ -1,0 +1,39 @@
+"""How the runners turn a before/after pair into model input images."""
+
+from __future__ import annotations
+
+import hashlib
+
+from PIL import Image
+
+#: datasets whose before image BLIP2IDC resizes to the after image's size and blurs
+RESIZE_BLUR_DATASETS = frozenset({"ier", "emu_edit", "syned", "magicbrush"})
+
+
+def pair_seed(pair_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(pair_id.encode()).digest()[:4], "little")
+
+
+def stacked_pair(before: Image.Image, after: Image.Image, resize_blur: bool = False, pair_id: str = "") -> Image.Image:
+    """BLIP2IDC's input: the before image on top, the after image below, on one canvas.
+
+    For IER and Emu Edit / Syned (``resize_blur``) BLIP2IDC first resizes the before image to
+    the after image's size (bicubic) and blurs the pair with torchvision's
+    ``GaussianBlur(3, sigma=(0.1, 0.5))``, which draws sigma at random on every call; here
+    sigma is drawn from the same range with a seed derived from the pair id, so a rerun
+    gives the same image.
+    """
+    b, a = before.convert("RGB"), after.convert("RGB")
+    if resize_blur:
+        b = b.resize(a.size, Image.BICUBIC)
+    canvas = Image.new("RGB", (max(b.width, a.width), b.height + a.height))
+    canvas.paste(b, (0, 0))
+    canvas.paste(a, (0, b.height))
+    if resize_blur:
+        import random
+
+        import torchvision.transforms.functional as TF
+
+        sigma = random.Random(pair_seed(pair_id)).uniform(0.1, 0.5)
+        canvas = TF.gaussian_blur(canvas, kernel_size=[3, 3], sigma=[sigma, sigma])
+    return canvas

@@ -1,0 +1,122 @@
+"""Tiny randomly initialised checkpoints in the real formats, for tests, benchmarks and
+``idc-demo --with-model``: no weights are downloaded; the code paths are the real ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+IMAGE_SIZE = 32
+
+
+def tiny_tokenizer():
+    """A byte-level GPT-2 tokenizer built from Python objects (no tokenizer file)."""
+    from tokenizers import pre_tokenizers
+    from transformers import GPT2Tokenizer
+
+    vocab = {t: i for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])}
+    for ch in pre_tokenizers.ByteLevel.alphabet():
+        vocab.setdefault(ch, len(vocab))
+    return GPT2Tokenizer(vocab=vocab, merges=[], bos_token="</s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
+
+
+def save_tiny_blip2(folder: Path | str, seed: int = 0) -> Path:
+    """A BLIP-2 with a tiny ViT, Q-Former and OPT, saved with its processor."""
+    import torch
+    from transformers import (Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, Blip2QFormerConfig,
+                              Blip2VisionConfig, BlipImageProcessor, OPTConfig)
+
+    tok = tiny_tokenizer()
+    proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}), tokenizer=tok,
+                          num_query_tokens=4)
+    cfg = Blip2Config(
+        vision_config=Blip2VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                        image_size=IMAGE_SIZE, patch_size=8).to_dict(),
+        qformer_config=Blip2QFormerConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                          encoder_hidden_size=32, cross_attention_frequency=1).to_dict(),
+        text_config=OPTConfig(vocab_size=len(tok) + 4, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
+                              word_embed_proj_dim=32, bos_token_id=2, eos_token_id=2, pad_token_id=1).to_dict(),
+        num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
+    )
+    torch.manual_seed(seed)
+    model = Blip2ForConditionalGeneration(cfg).eval()
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+def blip2idc_targets(n_qformer_layers: int) -> list[str]:
+    """BLIP2IDC's released target_modules: Q-Former cross-attention queries by name, plus
+    every ``key``/``value``, the ViT ``qkv`` and the OPT q/k/v projections."""
+    return [f"qformer.encoder.layer.{i}.crossattention.attention.query" for i in range(n_qformer_layers)] + [
+        "value", "key", "qkv", "q_proj", "k_proj", "v_proj"]
+
+
+def save_lora_adapter(model, folder: Path | str, targets: list[str], r: int = 8, old_format: bool = False,
+                      base_name: str = "Salesforce/blip2-opt-2.7b", seed: int = 0) -> Path:
+    """A LoRA adapter with non-zero B matrices (so it changes the model), in today's peft
+    format or in the peft 0.5 format BLIP2IDC released (``adapter_model.bin``)."""
+    import torch
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, bias="none", target_modules=targets)
+    peft_model = get_peft_model(model, config)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    if not old_format:
+        peft_model.save_pretrained(folder)
+        cfg = json.loads((folder / "adapter_config.json").read_text())
+        cfg["base_model_name_or_path"] = base_name
+        (folder / "adapter_config.json").write_text(json.dumps(cfg, indent=2))
+        return folder
+    state = get_peft_model_state_dict(peft_model)  # keys without the adapter name, as peft 0.5 wrote them
+    torch.save({k: v.clone() for k, v in state.items()}, folder / "adapter_model.bin")
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "auto_mapping": {"base_model_class": "Blip2ForConditionalGeneration", "parent_library": "transformers.models.blip_2.modeling_blip_2"},
+        "base_model_name_or_path": base_name, "bias": "none", "fan_in_fan_out": False, "inference_mode": True,
+        "init_lora_weights": True, "layers_pattern": None, "layers_to_transform": None, "lora_alpha": 2 * r,
+        "lora_dropout": 0.05, "modules_to_save": None, "peft_type": "LORA", "r": r, "revision": None,
+        "target_modules": targets, "task_type": None}, indent=2))
+    return folder
+
+
+def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
+    """An InstructBLIP with a tiny ViT, Q-Former (BERT vocabulary) and Llama, with its processor."""
+    import torch
+    from transformers import (BertTokenizer, BlipImageProcessor, InstructBlipConfig, InstructBlipForConditionalGeneration,
+                              InstructBlipProcessor, InstructBlipQFormerConfig, InstructBlipVisionConfig, LlamaConfig)
+
+    tok = tiny_tokenizer()
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "describe", "the", "difference", "between", "two", "images",
+             "entity", ":", ",", "."] + list("abcdefghijklmnopqrstuvwxyz")
+    qtok = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(words))})
+    proc = InstructBlipProcessor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+                                 tokenizer=tok, qformer_tokenizer=qtok, num_query_tokens=4)
+    cfg = InstructBlipConfig(
+        vision_config=InstructBlipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                               image_size=IMAGE_SIZE, patch_size=8).to_dict(),
+        qformer_config=InstructBlipQFormerConfig(vocab_size=len(qtok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                                 intermediate_size=64, encoder_hidden_size=32, max_position_embeddings=64,
+                                                 cross_attention_frequency=1).to_dict(),
+        text_config=LlamaConfig(vocab_size=len(tok) + 4, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, bos_token_id=tok.bos_token_id,
+                                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).to_dict(),
+        num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
+    )
+    torch.manual_seed(seed)
+    model = InstructBlipForConditionalGeneration(cfg).eval()
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+def davir_targets() -> list[str]:
+    """LoRA on the ViT and Q-Former QKV and the LLM's attention projections (DAVIR §3.4, as read)."""
+    return ["qkv", "query", "key", "value", "q_proj", "k_proj", "v_proj"]
