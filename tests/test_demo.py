@@ -21,3 +21,10 @@ def test_demo_end_to_end_and_rerun(tmp_path, capsys):
     assert {"change_mask", "change_boxes", "mask_source", "entities", "gt_entities"} <= set(test.features)
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out
+
+
+def test_demo_with_a_tiny_model(tmp_path):
+    out = tmp_path / "demo"
+    assert main(["--out", str(out), "--n-per-type", "5", "--with-model"]) == 0
+    assert len((out / "eval_blip2idc" / "predictions.jsonl").read_text().splitlines()) == 10
+    assert "by_category" in json.loads((out / "eval_blip2idc" / "metrics.json").read_text())

@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-eval", action="store_true", help="stop after building the dataset")
     p.add_argument("--clip-model", help="open_clip model for the entities step (default: a tiny random one)")
     p.add_argument("--clip-checkpoint", help="open_clip weights for --clip-model")
+    p.add_argument("--with-model", action="store_true",
+                   help="also caption the test split with a tiny RANDOM BLIP2IDC checkpoint through idc-eval --model")
     args = p.parse_args(argv)
     out = Path(args.out)
     try:
@@ -71,8 +73,23 @@ def main(argv: list[str] | None = None) -> int:
         print("[6/6] scoring with idc-eval (per-category breakdown)")
         from .eval import main as eval_main
 
-        return eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_entities"),
+        code = eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_entities"),
                           "--split", "test", "--out", str(out / "eval"), "--bootstrap", "200"])
+        if code or not args.with_model:
+            return code
+        from transformers import Blip2ForConditionalGeneration
+
+        from ..evaluators.tiny import blip2idc_targets, save_lora_adapter, save_tiny_blip2
+
+        print("[+] a tiny RANDOM BLIP2IDC checkpoint (base + LoRA adapter) through idc-eval --model: a pipeline check")
+        base = out / "models" / "tiny_blip2"
+        adapter = out / "models" / "tiny_blip2idc_lora"
+        if not (adapter / "adapter_config.json").is_file():
+            save_tiny_blip2(base)
+            save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(base), adapter, blip2idc_targets(2))
+        return eval_main(["--model", "blip2idc", "--base-model", str(base), "--adapter", str(adapter), "--dataset",
+                          str(out / "clevr_change_demo_entities"), "--split", "test", "--out", str(out / "eval_blip2idc"),
+                          "--device", "cpu", "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr"])
     except IDCError as exc:
         print(f"idc-demo: error: {exc}", file=sys.stderr)
         return 1

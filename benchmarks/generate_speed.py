@@ -1,0 +1,60 @@
+"""Generation speed of the checkpoint runners (pairs/s), batched, through the real code path.
+
+By default it builds tiny random BLIP-2 and InstructBLIP models (CPU-sized) and captions the
+demo test pairs. On a GPU machine with real weights, pass them:
+
+    python benchmarks/generate_speed.py [--pairs 64] [--batch-size 8] [--device auto]
+    python benchmarks/generate_speed.py --blip2-base Salesforce/blip2-opt-2.7b --blip2-adapter weights/spot_sota/... --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from idc_toolkit.build import build_dataset, make_builder
+    from idc_toolkit.demo.generator import generate_demo_release
+    from idc_toolkit.evaluators.generation import dataset_rows, _decode
+    from idc_toolkit.evaluators.registry import get_runner_class
+    from idc_toolkit.evaluators.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.sam_refine import resolve_device
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--blip2-base")
+    p.add_argument("--blip2-adapter")
+    p.add_argument("--max-new-tokens", type=int, default=77)
+    args = p.parse_args()
+    device = resolve_device(args.device)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        raw = generate_demo_release(tmp / "raw", n_per_type=max(2, args.pairs // 2), seed=5)
+        build_dataset(make_builder("clevr_change", raw), tmp / "ds", progress=False)
+        _, rows = dataset_rows(str(tmp / "ds"), "train")
+        rows = [{**r, "before": _decode(r["before"]), "after": _decode(r["after"]), "entities": ["cube"]} for _, r in zip(range(args.pairs), rows)]
+        configs = [("blip2idc", args.blip2_base or str(save_tiny_blip2(tmp / "blip2")), args.blip2_adapter)]
+        if not args.blip2_base:
+            configs.append(("davir", str(save_tiny_instructblip(tmp / "iblip")), None))
+        for name, base, adapter in configs:
+            runner = get_runner_class(name)(base, adapter, device, "auto", "clevr_change", max_new_tokens=args.max_new_tokens)
+            runner.generate(rows[: args.batch_size])  # warm-up
+            t = time.perf_counter()
+            for k in range(0, len(rows), args.batch_size):
+                runner.generate(rows[k : k + args.batch_size])
+            dt = time.perf_counter() - t
+            kind = "tiny random" if not args.blip2_base else "given"
+            print(f"{name:9s} ({kind} model, {device}, batch {args.batch_size}, max_new_tokens {args.max_new_tokens}): "
+                  f"{len(rows) / dt:6.1f} pairs/s")
+
+
+if __name__ == "__main__":
+    main()

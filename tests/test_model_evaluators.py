@@ -1,0 +1,193 @@
+"""Checkpoint evaluators end to end with tiny random BLIP-2 / InstructBLIP models and LoRA
+adapters saved to temp dirs (safetensors, and the old adapter_model.bin format)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.cli.eval import main as eval_main
+from idc_toolkit.errors import IDCError
+
+pytestmark = pytest.mark.java
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
+
+    from idc_toolkit.evaluators.tiny import (blip2idc_targets, davir_targets, save_lora_adapter, save_tiny_blip2,
+                                             save_tiny_instructblip)
+
+    root = tmp_path_factory.mktemp("models")
+    blip2 = save_tiny_blip2(root / "blip2")
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(2))
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(2), old_format=True)
+    iblip = save_tiny_instructblip(root / "iblip")
+    save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets())
+    return root
+
+
+@pytest.fixture(scope="module")
+def dataset(demo_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("evalds") / "ds"
+    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
+    return out
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_stacked_pair_matches_a_hand_built_image():
+    from idc_toolkit.evaluators.pairs import stacked_pair
+
+    before = Image.new("RGB", (4, 3), (255, 0, 0))
+    after = Image.new("RGB", (4, 2), (0, 0, 255))
+    expected = np.zeros((5, 4, 3), dtype=np.uint8)
+    expected[:3] = (255, 0, 0)
+    expected[3:] = (0, 0, 255)
+    assert np.array_equal(np.asarray(stacked_pair(before, after)), expected)
+
+
+def test_resize_and_blur_for_editing_datasets_is_reproducible():
+    import random
+
+    import torchvision.transforms.functional as TF
+
+    from idc_toolkit.evaluators.pairs import pair_seed, stacked_pair
+
+    rng = np.random.default_rng(0)
+    before = Image.fromarray(rng.integers(0, 255, (10, 7, 3), dtype=np.uint8))
+    after = Image.fromarray(rng.integers(0, 255, (6, 8, 3), dtype=np.uint8))
+    out = stacked_pair(before, after, resize_blur=True, pair_id="Reddit_1")
+    assert out.size == (8, 12) and np.array_equal(np.asarray(out), np.asarray(stacked_pair(before, after, True, "Reddit_1")))
+    sigma = random.Random(pair_seed("Reddit_1")).uniform(0.1, 0.5)
+    assert 0.1 <= sigma <= 0.5
+    plain = stacked_pair(before.resize(after.size, Image.BICUBIC), after)
+    assert np.array_equal(np.asarray(out), np.asarray(TF.gaussian_blur(plain, [3, 3], [sigma, sigma])))
+
+
+@pytest.mark.parametrize("adapter", ["lora_new", "lora_old"])
+def test_blip2idc_end_to_end(models, dataset, tmp_path, adapter):
+    out = tmp_path / "eval"
+    assert eval_main(["--model", "blip2idc", "--base-model", str(models / "blip2"), "--adapter", str(models / adapter),
+                      "--dataset", str(dataset), "--out", str(out), "--device", "cpu", "--batch-size", "4",
+                      "--metrics", "BLEU", "CIDEr"]) == 0
+    preds = _lines(out / "predictions.jsonl")
+    assert len(preds) == 10 and len({p["pair_id"] for p in preds}) == 10
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["overall"]["n"] == 10 and "distractor" in metrics["by_category"] and "change_only" in metrics
+    assert json.loads((out / "model.json").read_text())["adapter"].endswith(adapter)
+
+
+def test_adapter_changes_the_model(models):
+    import torch
+    from transformers import Blip2ForConditionalGeneration
+
+    from idc_toolkit.evaluators.adapters import apply_adapter
+
+    base = Blip2ForConditionalGeneration.from_pretrained(models / "blip2")
+    name = "language_model.model.decoder.layers.0.self_attn.q_proj.weight"
+    before = dict(base.named_parameters())[name].detach().clone()
+    merged_new = apply_adapter(base, models / "lora_new", str(models / "blip2"))
+    merged_old = apply_adapter(Blip2ForConditionalGeneration.from_pretrained(models / "blip2"), models / "lora_old", str(models / "blip2"))
+    w_new, w_old = dict(merged_new.named_parameters())[name], dict(merged_old.named_parameters())[name]
+    assert not torch.equal(before, w_new) and not torch.equal(before, w_old)
+
+
+def test_generation_resumes_without_regenerating(models, dataset, tmp_path, monkeypatch):
+    from idc_toolkit.evaluators.blip2idc import Blip2IDCRunner
+
+    out = tmp_path / "eval"
+    calls = []
+    original = Blip2IDCRunner.generate
+
+    class Interrupted(Exception):
+        pass
+
+    def flaky(self, rows):
+        calls.append([r["pair_id"] for r in rows])
+        if len(calls) == 2:
+            raise Interrupted
+        return original(self, rows)
+
+    monkeypatch.setattr(Blip2IDCRunner, "generate", flaky)
+    args = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(dataset), "--out", str(out),
+            "--device", "cpu", "--batch-size", "3", "--predict-only"]
+    with pytest.raises(Interrupted):
+        eval_main(args)
+    first = [p["pair_id"] for p in _lines(out / "predictions.jsonl")]
+    assert first == calls[0]
+    with (out / "predictions.jsonl").open("a") as fh:
+        fh.write('{"pair_id": "torn')  # an interrupted write
+    calls.clear()
+    monkeypatch.setattr(Blip2IDCRunner, "generate", lambda self, rows: calls.append([r["pair_id"] for r in rows]) or original(self, rows))
+    assert eval_main(args) == 0
+    regenerated = [pid for batch in calls for pid in batch]
+    assert not set(regenerated) & set(first) and len(regenerated) == 10 - len(first)
+    assert len(_lines(out / "predictions.jsonl")) == 10
+
+
+def test_data_parallel_ranks_merge_to_the_single_process_file(models, dataset, tmp_path):
+    base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(dataset), "--device", "cpu",
+            "--batch-size", "4", "--predict-only"]
+    assert eval_main([*base, "--out", str(tmp_path / "single")]) == 0
+    code = "import sys; from idc_toolkit.cli.eval import main; sys.exit(main(sys.argv[1:]))"
+    procs = [subprocess.Popen([sys.executable, "-c", code, *base, "--out", str(tmp_path / "multi")],
+                              env={**os.environ, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r)})
+             for r in (1, 0)]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
+
+
+def test_davir_with_entities_and_attention_maps(models, dataset, tmp_path):
+    from idc_toolkit.entity_pass import add_change_entities
+    from idc_toolkit.evaluators.davir import build_prompt
+
+    assert build_prompt(["red cube", "sphere"], 1) == "Describe the difference between the two images. Entity: red cube."
+    config = tmp_path / "tiny-clip-davir.json"
+    config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+                                  "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
+    ents = add_change_entities(dataset, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu", progress=False)
+    out = tmp_path / "eval"
+    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--adapter", str(models / "lora_davir"),
+                      "--dataset", str(ents.out_dir), "--out", str(out), "--device", "cpu", "--batch-size", "4",
+                      "--save-attention", str(tmp_path / "att"), "--metrics", "BLEU"]) == 0
+    assert len(_lines(out / "predictions.jsonl")) == 10
+    maps = sorted((tmp_path / "att").iterdir())
+    assert len(maps) == 10 and Image.open(maps[0]).size[0] == 2 * Image.open(maps[0]).size[1] * 4 // 3
+
+
+def test_bad_inputs_fail_before_any_work(models, dataset, tmp_path, capsys):
+    from transformers import Blip2ForConditionalGeneration
+
+    from idc_toolkit.evaluators.adapters import check_adapter, read_adapter
+
+    base = ["--base-model", str(models / "blip2"), "--dataset", str(dataset), "--device", "cpu"]
+    assert eval_main(["--model", "blip2idc", *base, "--adapter", str(tmp_path / "nope"), "--out", str(tmp_path / "a")]) == 1
+    assert "adapter folder not found" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(dataset), "--device", "cpu",
+                      "--out", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err
+    assert "no entities column" in err and "run idc-precompute entities first" in err and not (tmp_path / "b").exists()
+    import torch
+
+    if not torch.cuda.is_available():
+        assert eval_main(["--model", "blip2idc", *base[:-1], "cuda", "--out", str(tmp_path / "c")]) == 1
+        assert "CUDA is not available" in capsys.readouterr().err
+    model = Blip2ForConditionalGeneration.from_pretrained(models / "blip2")
+    config, state = read_adapter(models / "lora_new")
+    with pytest.raises(IDCError, match=r"target module\(s\) \['nonexistent_proj'\] do not exist"):
+        check_adapter(model, {**config, "target_modules": ["nonexistent_proj"]}, state, "base", "adapter")
+    key = next(k for k in state if "lora_A" in k and "q_proj" in k)
+    bad = {**state, key: torch.zeros(state[key].shape[0], 7)}
+    with pytest.raises(IDCError, match="does not fit input size"):
+        check_adapter(model, config, bad, "base", "adapter")
+    with pytest.warns(UserWarning, match="was trained on 'Salesforce/blip2-opt-2.7b'"):
+        check_adapter(model, config, state, str(models / "blip2"), "adapter")
