@@ -120,3 +120,52 @@ def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
 def davir_targets() -> list[str]:
     """LoRA on the ViT and Q-Former QKV and the LLM's attention projections (DAVIR §3.4, as read)."""
     return ["qkv", "query", "key", "value", "q_proj", "k_proj", "v_proj"]
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'system' %}<<SYS>> {{ m['content'] }} <</SYS>> "
+    "{% elif m['role'] == 'user' %}[INST] {{ m['content'] }} [/INST]{% else %} {{ m['content'] }}</s>{% endif %}{% endfor %}"
+)
+
+
+def save_tiny_chat_lm(folder: Path | str, seed: int = 0) -> Path:
+    """A tiny Llama chat model (byte-level tokenizer, Llama-2-style chat template)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = tiny_tokenizer()
+    tok.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, bos_token_id=tok.bos_token_id,
+                                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)).eval()
+    folder = Path(folder)
+    lm.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def save_tiny_instruct_pix2pix(folder: Path | str, seed: int = 0) -> Path:
+    """A tiny InstructPix2Pix pipeline (UNet with 8 input channels, VAE, CLIP text encoder)."""
+    import torch
+    from diffusers import AutoencoderKL, EulerAncestralDiscreteScheduler, StableDiffusionInstructPix2PixPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = list(dict.fromkeys(["<|startoftext|>", "<|endoftext|>", "<unk>", *letters, *(c + "</w>" for c in letters)]))
+    tok = CLIPTokenizer(vocab={w: i for i, w in enumerate(vocab)}, merges=[], unk_token="<unk>", pad_token="<|endoftext|>",
+                        model_max_length=77)
+    torch.manual_seed(seed)
+    text_encoder = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=1, pad_token_id=1, vocab_size=len(vocab) + 8,
+                                                hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2))
+    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=1, sample_size=16, in_channels=8, out_channels=4,
+                                down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32)
+    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, down_block_types=["DownEncoderBlock2D"] * 2,
+                        up_block_types=["UpDecoderBlock2D"] * 2, latent_channels=4)
+    pipe = StableDiffusionInstructPix2PixPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tok, unet=unet,
+                                                  scheduler=EulerAncestralDiscreteScheduler(), safety_checker=None,
+                                                  feature_extractor=None, image_encoder=None, requires_safety_checker=False)
+    folder = Path(folder)
+    pipe.save_pretrained(folder)
+    return folder
