@@ -46,6 +46,16 @@ def demo_raw(tmp_path_factory) -> Path:
     return generate_demo_release(tmp_path_factory.mktemp("demo") / "raw", n_per_type=5, size=(112, 84), seed=1)
 
 
+@pytest.fixture(scope="session")
+def demo_dataset(demo_raw, tmp_path_factory) -> Path:
+    """The demo release built with the clevr_change builder, in several small shards."""
+    from idc_toolkit.build import build_dataset, make_builder
+
+    out = tmp_path_factory.mktemp("demo_ds") / "clevr_change_demo"
+    build_dataset(make_builder("clevr_change", demo_raw), out, max_shard_rows=8, progress=False)
+    return out
+
+
 def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: bool = True) -> Path:
     """A Spot-the-Diff raw tree (data/annotations + data/resized_images) with placeholder PNGs."""
     data = root / "data"

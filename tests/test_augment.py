@@ -9,7 +9,6 @@ import pytest
 from datasets import load_dataset
 from PIL import Image
 
-from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.cli.augment import main as augment_main
 from idc_toolkit.paraphrase import Paraphraser, clean_candidates
 
@@ -37,12 +36,11 @@ def test_paraphraser_retries_and_reports_shortfall():
 
 
 @pytest.fixture(scope="module")
-def setup(demo_raw, tmp_path_factory):
+def setup(demo_dataset, tmp_path_factory):
     from idc_toolkit.evaluators.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
 
     root = tmp_path_factory.mktemp("aug")
-    build_dataset(make_builder("clevr_change", demo_raw), root / "ds", progress=False)
-    return {"ds": root / "ds", "editor": save_tiny_instruct_pix2pix(root / "ip2p"), "lm": save_tiny_chat_lm(root / "lm")}
+    return {"ds": demo_dataset, "editor": save_tiny_instruct_pix2pix(root / "ip2p"), "lm": save_tiny_chat_lm(root / "lm")}
 
 
 def _args(setup, out, *extra):

@@ -8,7 +8,6 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import load_dataset
 
-from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.entities import extract_phrases, load_spacy, retrieve
 
@@ -36,13 +35,6 @@ def test_retrieval_rules():
     assert [i for i, _ in retrieve(s_before, s_after, "davir", 2)] == [1, 0]
     cheer = retrieve(s_before, s_after, "cheer", 3)
     assert [i for i, _ in cheer] == [1, 0] and cheer[0][1] == pytest.approx(0.8)  # index 3: never above its mean
-
-
-@pytest.fixture(scope="module")
-def demo_dataset(demo_raw, tmp_path_factory):
-    out = tmp_path_factory.mktemp("entds") / "ds"
-    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
-    return out
 
 
 def test_entities_pass_through_the_cli(demo_dataset, tmp_path, capsys):

@@ -9,7 +9,6 @@ import pytest
 from datasets import load_dataset
 from PIL import Image, ImageChops, ImageEnhance
 
-from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.changemask import MaskParams, compute_change_mask, grid_dbscan
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.errors import IDCError
@@ -69,13 +68,6 @@ def test_small_camera_shift_is_compensated(demo_raw):
     after = ImageChops.offset(before, 3, -2)
     cm = compute_change_mask(before, after)
     assert cm.shift == (-2, 3) and cm.mask.mean() < 0.005
-
-
-@pytest.fixture(scope="module")
-def demo_dataset(demo_raw, tmp_path_factory):
-    out = tmp_path_factory.mktemp("maskds") / "ds"
-    build_dataset(make_builder("clevr_change", demo_raw), out, max_shard_rows=8, progress=False)
-    return out
 
 
 def _column(out, name):

@@ -7,17 +7,9 @@ import sys
 
 import pytest
 
-from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.cli.eval import main
 
 pytestmark = pytest.mark.java
-
-
-@pytest.fixture(scope="module")
-def demo_dataset(demo_raw, tmp_path_factory):
-    out = tmp_path_factory.mktemp("ds") / "clevr_change_demo"
-    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
-    return out
 
 
 def _test_refs(dataset):

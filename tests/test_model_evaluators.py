@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from idc_toolkit.build import build_dataset, make_builder
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.errors import IDCError
 
@@ -31,13 +30,6 @@ def models(tmp_path_factory):
     iblip = save_tiny_instructblip(root / "iblip")
     save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets())
     return root
-
-
-@pytest.fixture(scope="module")
-def dataset(demo_raw, tmp_path_factory):
-    out = tmp_path_factory.mktemp("evalds") / "ds"
-    build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
-    return out
 
 
 def _lines(path):
@@ -74,10 +66,10 @@ def test_resize_and_blur_for_editing_datasets_is_reproducible():
 
 
 @pytest.mark.parametrize("adapter", ["lora_new", "lora_old"])
-def test_blip2idc_end_to_end(models, dataset, tmp_path, adapter):
+def test_blip2idc_end_to_end(models, demo_dataset, tmp_path, adapter):
     out = tmp_path / "eval"
     assert eval_main(["--model", "blip2idc", "--base-model", str(models / "blip2"), "--adapter", str(models / adapter),
-                      "--dataset", str(dataset), "--out", str(out), "--device", "cpu", "--batch-size", "4",
+                      "--dataset", str(demo_dataset), "--out", str(out), "--device", "cpu", "--batch-size", "4",
                       "--metrics", "BLEU", "CIDEr"]) == 0
     preds = _lines(out / "predictions.jsonl")
     assert len(preds) == 10 and len({p["pair_id"] for p in preds}) == 10
@@ -101,7 +93,7 @@ def test_adapter_changes_the_model(models):
     assert not torch.equal(before, w_new) and not torch.equal(before, w_old)
 
 
-def test_generation_resumes_without_regenerating(models, dataset, tmp_path, monkeypatch):
+def test_generation_resumes_without_regenerating(models, demo_dataset, tmp_path, monkeypatch):
     from idc_toolkit.evaluators.blip2idc import Blip2IDCRunner
 
     out = tmp_path / "eval"
@@ -118,7 +110,7 @@ def test_generation_resumes_without_regenerating(models, dataset, tmp_path, monk
         return original(self, rows)
 
     monkeypatch.setattr(Blip2IDCRunner, "generate", flaky)
-    args = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(dataset), "--out", str(out),
+    args = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--out", str(out),
             "--device", "cpu", "--batch-size", "3", "--predict-only"]
     with pytest.raises(Interrupted):
         eval_main(args)
@@ -134,8 +126,8 @@ def test_generation_resumes_without_regenerating(models, dataset, tmp_path, monk
     assert len(_lines(out / "predictions.jsonl")) == 10
 
 
-def test_data_parallel_ranks_merge_to_the_single_process_file(models, dataset, tmp_path):
-    base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(dataset), "--device", "cpu",
+def test_data_parallel_ranks_merge_to_the_single_process_file(models, demo_dataset, tmp_path):
+    base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
             "--batch-size", "4", "--predict-only"]
     assert eval_main([*base, "--out", str(tmp_path / "single")]) == 0
     code = "import sys; from idc_toolkit.cli.eval import main; sys.exit(main(sys.argv[1:]))"
@@ -146,7 +138,7 @@ def test_data_parallel_ranks_merge_to_the_single_process_file(models, dataset, t
     assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
 
 
-def test_davir_with_entities_and_attention_maps(models, dataset, tmp_path):
+def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
     from idc_toolkit.entity_pass import add_change_entities
     from idc_toolkit.evaluators.davir import build_prompt
 
@@ -154,7 +146,7 @@ def test_davir_with_entities_and_attention_maps(models, dataset, tmp_path):
     config = tmp_path / "tiny-clip-davir.json"
     config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
                                   "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
-    ents = add_change_entities(dataset, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu", progress=False)
+    ents = add_change_entities(demo_dataset, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu", progress=False)
     out = tmp_path / "eval"
     assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--adapter", str(models / "lora_davir"),
                       "--dataset", str(ents.out_dir), "--out", str(out), "--device", "cpu", "--batch-size", "4",
@@ -164,15 +156,15 @@ def test_davir_with_entities_and_attention_maps(models, dataset, tmp_path):
     assert len(maps) == 10 and Image.open(maps[0]).size[0] == 2 * Image.open(maps[0]).size[1] * 4 // 3
 
 
-def test_bad_inputs_fail_before_any_work(models, dataset, tmp_path, capsys):
+def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys):
     from transformers import Blip2ForConditionalGeneration
 
     from idc_toolkit.evaluators.adapters import check_adapter, read_adapter
 
-    base = ["--base-model", str(models / "blip2"), "--dataset", str(dataset), "--device", "cpu"]
+    base = ["--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu"]
     assert eval_main(["--model", "blip2idc", *base, "--adapter", str(tmp_path / "nope"), "--out", str(tmp_path / "a")]) == 1
     assert "adapter folder not found" in capsys.readouterr().err and not (tmp_path / "a").exists()
-    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(dataset), "--device", "cpu",
+    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(demo_dataset), "--device", "cpu",
                       "--out", str(tmp_path / "b")]) == 1
     err = capsys.readouterr().err
     assert "no entities column" in err and "run idc-precompute entities first" in err and not (tmp_path / "b").exists()
