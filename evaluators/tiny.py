@@ -20,9 +20,20 @@ def tiny_tokenizer():
     return GPT2Tokenizer(vocab=vocab, merges=[], bos_token="</s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
 
 
+def _save_seeded(model_class, config, processor, folder: Path | str, seed: int) -> Path:
+    """Build ``model_class(config)`` with a fixed seed and save it with its processor."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
 def save_tiny_blip2(folder: Path | str, seed: int = 0) -> Path:
     """A BLIP-2 with a tiny ViT, Q-Former and OPT, saved with its processor."""
-    import torch
     from transformers import (Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, Blip2QFormerConfig,
                               Blip2VisionConfig, BlipImageProcessor, OPTConfig)
 
@@ -38,12 +49,7 @@ def save_tiny_blip2(folder: Path | str, seed: int = 0) -> Path:
                               word_embed_proj_dim=32, bos_token_id=2, eos_token_id=2, pad_token_id=1).to_dict(),
         num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
-    torch.manual_seed(seed)
-    model = Blip2ForConditionalGeneration(cfg).eval()
-    folder = Path(folder)
-    model.save_pretrained(folder)
-    proc.save_pretrained(folder)
-    return folder
+    return _save_seeded(Blip2ForConditionalGeneration, cfg, proc, folder, seed)
 
 
 def blip2idc_targets(n_qformer_layers: int) -> list[str]:
@@ -88,7 +94,6 @@ def save_lora_adapter(model, folder: Path | str, targets: list[str], r: int = 8,
 
 def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
     """An InstructBLIP with a tiny ViT, Q-Former (BERT vocabulary) and Llama, with its processor."""
-    import torch
     from transformers import (BertTokenizer, BlipImageProcessor, InstructBlipConfig, InstructBlipForConditionalGeneration,
                               InstructBlipProcessor, InstructBlipQFormerConfig, InstructBlipVisionConfig, LlamaConfig)
 
@@ -109,12 +114,7 @@ def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).to_dict(),
         num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
-    torch.manual_seed(seed)
-    model = InstructBlipForConditionalGeneration(cfg).eval()
-    folder = Path(folder)
-    model.save_pretrained(folder)
-    proc.save_pretrained(folder)
-    return folder
+    return _save_seeded(InstructBlipForConditionalGeneration, cfg, proc, folder, seed)
 
 
 def davir_targets() -> list[str]:
