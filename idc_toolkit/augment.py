@@ -228,6 +228,7 @@ def _finalise(out: Path, source: str, split: str, features: Features, cfg: Augme
             shards.append(tmp / f"train-{k:05d}.parquet")
     for i, path in enumerate(shards):
         path.replace(out / "data" / f"train-{i:05d}-of-{len(shards):05d}.parquet")
+
     shutil.rmtree(tmp)
     totals["paraphrase_rejections"] = dict(totals["paraphrase_rejections"])
     params = {**cfg.__dict__, "source": str(source), "source_split": split, "editor": editor, "paraphraser": paraphraser,
@@ -239,7 +240,7 @@ def _finalise(out: Path, source: str, split: str, features: Features, cfg: Augme
         "license": "other",
         "task_categories": ["image-to-text"],
         "tags": ["image-difference-captioning", "synthetic", "idc-toolkit"],
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}] if shards else [],
         "dataset_info": {"features": features._to_yaml_list(), "splits": [{"name": "train", "num_examples": totals["edits"], "num_bytes": nbytes}],
                          "download_size": nbytes, "dataset_size": nbytes},
     }

@@ -103,12 +103,16 @@ def test_interrupted_augmentation_resumes(setup, tmp_path, monkeypatch):
     assert [key(r) for r in _rows(tmp_path / "resumed")] == [key(r) for r in _rows(tmp_path / "full")]
 
 
-def test_clip_filter_rejections_are_counted(setup, tmp_path):
+def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
     config = tmp_path / "tiny-clip-aug.json"
     config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
                                   "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
     out = tmp_path / "aug"
-    assert augment_main(_args(setup, out, "--clip-filter", "1.01", "--clip-model", "tiny-clip-aug", "--clip-config", str(config))) == 0
+    assert augment_main(_args(setup, out, "--clip-filter", "1.01", "--clip-model", "tiny-clip-aug", "--clip-config", str(config))) == 1
+    assert "no edited pair was kept (CLIP filter rejections: 20)" in capsys.readouterr().err
     report = json.loads((out / "augment_report.json").read_text())
     assert report["rejected_by_clip"] == 20 and report["edits"] == 0
     assert "threshold 1.01" in (out / "README.md").read_text()
+    assert augment_main(_args(setup, tmp_path / "kept", "--clip-filter", "-1.01", "--clip-model", "tiny-clip-aug",
+                              "--clip-config", str(config))) == 0
+    assert json.loads((tmp_path / "kept" / "augment_report.json").read_text())["edits"] == 20

@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"idc-augment: error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=1, default=str))
+    if report["complete"] and report.get("edits") == 0:
+        print(f"idc-augment: error: no edited pair was kept (CLIP filter rejections: {report.get('rejected_by_clip')}); "
+              f"see {args.out}/augment_report.json", file=sys.stderr)
+        return 1
     if not report["complete"]:
         print("run the remaining --shard values into the same --out; the run that completes it writes the card")
     return 0
