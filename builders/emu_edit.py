@@ -12,6 +12,7 @@ as its own column.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -84,16 +85,21 @@ class EmuEdit(PairBuilder):
         category_note="`category` is the release's `task` column; the documented tasks come first, any other value found is appended.",
     )
 
+    @cached_property
+    def files(self) -> dict[str, list[Path]]:
+        """The copy's parquet/arrow files per release split, listed once per build."""
+        return find_emu_files(self.raw_dir)
+
     def check_raw(self) -> None:
         super().check_raw()
-        self._files = find_emu_files(self.raw_dir)
+        self.files  # noqa: B018 - fail early when the copy has no files
 
     def split_names(self) -> list[str]:
-        return list(getattr(self, "_files", None) or find_emu_files(self.raw_dir))
+        return list(self.files)
 
     def features(self):
         tasks = list(EMU_TASKS)
-        for files in find_emu_files(self.raw_dir).values():
+        for files in self.files.values():
             for path in files:
                 for rows in table_batches(path, columns=["task"]):
                     for row in rows:
@@ -102,7 +108,7 @@ class EmuEdit(PairBuilder):
         return pair_features(tasks, self.extra_features)
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
-        for file, n, row in iter_emu_rows(find_emu_files(self.raw_dir)[split]):
+        for file, n, row in iter_emu_rows(self.files[split]):
             record = f"row {n} (idx {row.get('idx')})"
             try:
                 before, after = edit_pair(row, "image", "edited_image")

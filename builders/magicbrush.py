@@ -11,6 +11,7 @@ release's editing mask is kept as the ``edit_mask`` column. ``dev`` becomes ``va
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator
 
 from datasets import Image, Value
@@ -60,15 +61,17 @@ class MagicBrush(PairBuilder):
         citation=citations.MAGICBRUSH,
     )
 
-    def _files(self):
+    @cached_property
+    def files(self) -> dict[str, list]:
+        """The copy's parquet/arrow files per release split, listed once per build."""
         return find_split_files(self.raw_dir, RELEASE_SPLITS, RAW_LAYOUT)
 
     def split_names(self) -> list[str]:
-        return [self.split_map[s] for s in self._files()]
+        return [self.split_map[s] for s in self.files]
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         release = self.release_split(split)
-        for file, n, row in iter_rows(self._files()[release], REQUIRED_COLUMNS):
+        for file, n, row in iter_rows(self.files[release], REQUIRED_COLUMNS):
             record = f"row {n} (img_id {row.get('img_id')}, turn {row.get('turn_index')})"
             try:
                 before, after = edit_pair(row, "source_img", "target_img")

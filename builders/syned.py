@@ -33,7 +33,7 @@ from idc_toolkit.schema import PairRecord
 
 from idc_toolkit.hfcopy import edit_pair
 
-from .emu_edit import EmuEdit, find_emu_files, iter_emu_rows
+from .emu_edit import EmuEdit, iter_emu_rows
 
 TRAIN_TXT = "instructions_with_idx_train_split.txt"
 TEST_TXT = "instructions_with_idx_test_split.txt"
@@ -149,7 +149,7 @@ class Syned(PairBuilder):
         emu_split = "test" if split == "test" else "validation"
         instructions = test_txt if split == "test" else train_txt
         txt_file = str(self.raw_dir / (TEST_TXT if split == "test" else TRAIN_TXT))
-        files = find_emu_files(self._emu.raw_dir)
+        files = self._emu.files
         if emu_split not in files:
             raise RawFormatError(self._emu.raw_dir, f"the Emu Edit copy has no {emu_split!r} split")
         for file, n, row in iter_emu_rows(files[emu_split]):
