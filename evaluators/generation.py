@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional
 from tqdm.auto import tqdm
 
 from idc_toolkit.errors import IDCError
+from idc_toolkit.writer import split_shards
 
 
 def dist_info() -> tuple[int, int, int]:
@@ -34,8 +35,7 @@ def dataset_rows(dataset: str, split: str, columns: Optional[list[str]] = None) 
     """Column names and rows (images still encoded) of a split."""
     import pyarrow.parquet as pq
 
-    local = Path(dataset)
-    shards = sorted((local / "data").glob(f"{split}-*.parquet")) if local.is_dir() else []
+    shards = split_shards(dataset, split)
     if shards:
         names = pq.read_schema(shards[0]).names
 

@@ -145,8 +145,9 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     """
     from datasets import ClassLabel
 
-    local = Path(dataset)
-    shards = sorted((local / "data").glob(f"{split}-*.parquet")) if local.is_dir() else []
+    from idc_toolkit.writer import split_shards
+
+    shards = split_shards(dataset, split)
     if shards:
         import pyarrow.parquet as pq
         from datasets import Features

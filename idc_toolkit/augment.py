@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from .errors import IDCError
 from .schema import CATEGORY, pair_features
-from .writer import ShardWriter
+from .writer import ShardWriter, split_shards
 
 EXTRA = {
     "seed": Value("int64"),
@@ -151,7 +151,7 @@ def augment_dataset(source: str, out_dir: Path | str, editor: Editor, paraphrase
         if needed not in names:
             raise IDCError(f"{source} [{split}] has no {needed!r} column")
     src_features = None
-    local = sorted((Path(source) / "data").glob(f"{split}-*.parquet")) if Path(source).is_dir() else []
+    local = split_shards(source, split)
     if local:
         src_features = Features.from_arrow_schema(pq.read_schema(local[0]))
     categories = src_features[CATEGORY].names if src_features is not None and isinstance(src_features.get(CATEGORY), ClassLabel) else None

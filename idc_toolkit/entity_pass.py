@@ -18,10 +18,11 @@ from .entities import (DEFAULT_SPACY, PHRASE_STRATEGIES, RETRIEVAL_STRATEGIES, C
 from .errors import IDCError
 from .precompute import PassResult, pass_section, run_pass
 from .schema import ENTITY_FEATURES
+from .writer import split_shards
 
 
 def split_captions(dataset: Path, split: str) -> list[str]:
-    shards = sorted((dataset / "data").glob(f"{split}-*.parquet"))
+    shards = split_shards(dataset, split)
     if not shards:
         raise IDCError(f"{dataset}: no {split!r} split to build the entity vocabulary from (use --vocab-split)")
     return [c for f in shards for caps in pq.read_table(f, columns=["captions"]).column("captions").to_pylist() for c in caps if c.strip()]

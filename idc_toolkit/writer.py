@@ -18,6 +18,13 @@ from datasets import Features
 ROWS_PER_GROUP = 100
 
 
+def split_shards(dataset_dir: Path | str, split: str) -> list[Path]:
+    """The parquet shards of ``split`` in a folder written by the toolkit (empty if none, or
+    if ``dataset_dir`` is not a local folder, e.g. a Hub id)."""
+    folder = Path(dataset_dir)
+    return sorted((folder / "data").glob(f"{split}-*.parquet")) if folder.is_dir() else []
+
+
 def _leaves(field: pa.Field, prefix: str = "") -> list[tuple[str, pa.DataType]]:
     """Parquet leaf column paths of an arrow field, with their types."""
     name = prefix + field.name
