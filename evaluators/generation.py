@@ -59,6 +59,14 @@ def dataset_rows(dataset: str, split: str, columns: Optional[list[str]] = None) 
     return ds.column_names, iter(ds)
 
 
+def require_columns(names: list[str], runner, dataset: str, split: str) -> None:
+    """Fail, naming what is missing, when a split lacks a column the runner (class) needs."""
+    missing = [c for c in runner.required_columns if c not in names]
+    if missing:
+        raise IDCError(f"{dataset} [{split}] has no {', '.join(missing)} column(s), which {runner.name} needs"
+                       + ("; run idc-precompute entities first" if "entities" in missing else ""))
+
+
 def dataset_name(dataset: str) -> Optional[str]:
     """The idc-build builder a dataset folder came from (its build_report.json), if known."""
     report = Path(dataset) / "build_report.json"
@@ -108,10 +116,7 @@ def generate_predictions(
     """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
     rank, world, _ = dist_info()
     names, rows = dataset_rows(dataset, split)
-    missing = [c for c in runner.required_columns if c not in names]
-    if missing:
-        raise IDCError(f"{dataset} [{split}] has no {', '.join(missing)} column(s), which {runner.name} needs"
-                       + ("; run idc-precompute entities first" if "entities" in missing else ""))
+    require_columns(names, runner, dataset, split)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / "predictions.jsonl"
     path = final if world == 1 else out_dir / f"predictions.rank{rank}-of-{world}.jsonl"

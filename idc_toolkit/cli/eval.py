@@ -131,7 +131,7 @@ def run_compare(args) -> dict:
 
 def run_model(args) -> None:
     """Generate with a checkpoint (resumable), then score like --predictions."""
-    from idc_toolkit.evaluators.generation import dataset_name, dataset_rows, dist_info, generate_predictions
+    from idc_toolkit.evaluators.generation import dataset_name, dataset_rows, dist_info, generate_predictions, require_columns
     from idc_toolkit.evaluators.registry import get_runner_class
 
     if not args.dataset:
@@ -141,11 +141,7 @@ def run_model(args) -> None:
     if args.adapter and not Path(args.adapter).is_dir():
         raise IDCError(f"adapter folder not found: {args.adapter}")
     cls = get_runner_class(args.model)
-    names, _ = dataset_rows(args.dataset, args.split)
-    missing = [c for c in cls.required_columns if c not in names]
-    if missing:
-        hint = "; run idc-precompute entities first" if "entities" in missing else ""
-        raise IDCError(f"{args.dataset} [{args.split}] has no {', '.join(missing)} column(s), which {args.model} needs{hint}")
+    require_columns(dataset_rows(args.dataset, args.split)[0], cls, args.dataset, args.split)  # before loading the model
     from idc_toolkit.sam_refine import resolve_device
 
     rank, world, local_rank = dist_info()
