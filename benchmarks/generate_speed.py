@@ -19,11 +19,11 @@ def main() -> None:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from idc_toolkit.build import build_dataset, make_builder
+    from idc_toolkit.building.pipeline import build_dataset, make_builder
     from idc_toolkit.demo.generator import generate_demo_release
-    from idc_toolkit.evaluators.generation import dataset_rows, _decode
-    from idc_toolkit.evaluators.registry import get_runner_class
-    from idc_toolkit.evaluators.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.models.generation import dataset_rows, _decode
+    from idc_toolkit.models.registry import get_runner_class
+    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
     from idc_toolkit.sam_refine import resolve_device
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -21,7 +21,7 @@ from PIL import Image
 
 
 def evaluate(raw: Path, params) -> tuple[dict[str, list[float]], list[float]]:
-    from idc_toolkit.changemask import compute_change_mask
+    from idc_toolkit.masks.diff import compute_change_mask
 
     types = json.loads((raw / "type_mapping.json").read_text())
     ious: dict[str, list[float]] = defaultdict(list)
@@ -41,7 +41,7 @@ def evaluate(raw: Path, params) -> tuple[dict[str, list[float]], list[float]]:
 
 
 def main() -> None:
-    from idc_toolkit.changemask import MaskParams
+    from idc_toolkit.masks.diff import MaskParams
     from idc_toolkit.demo.generator import generate_demo_release
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

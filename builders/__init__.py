@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from idc_toolkit.builder import PairBuilder
+from idc_toolkit.building.builder import PairBuilder
 from idc_toolkit.errors import BuildError
 
 from .clevr_change import ClevrChange

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import CLEVR_CATEGORIES, PairRecord
 
 RAW_LAYOUT = """\
@@ -36,7 +36,7 @@ RAW/                      (the data/ folder of clevr_change.tar.gz)
   type_mapping.json         {"color": ["000000.png", ...], "material": [...], "add": [...], "drop": [...], "move": [...]}
 """
 
-CHANGE_TYPES = ("color", "material", "add", "drop", "move")
+CHANGE_TYPES = CLEVR_CATEGORIES[:-1]  # every category but "distractor"
 
 
 @dataclass

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import CLEVR_CATEGORIES, PairRecord, pair_features
 
 RAW_LAYOUT = """\

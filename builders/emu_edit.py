@@ -18,10 +18,10 @@ from typing import Any, Iterator
 
 from datasets import Value
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
-from idc_toolkit.hfcopy import edit_pair, find_split_files, iter_rows, table_batches
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.hfcopy import edit_pair, find_split_files, iter_rows, table_batches
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord, pair_features
 
 #: the task names documented on the Emu Edit dataset card; others found in the data are appended
@@ -53,6 +53,7 @@ class EmuEditConfig(BuilderConfig):
 
 class EmuEdit(PairBuilder):
     name = "emu_edit"
+    pair_style = "edit"
     config_class = EmuEditConfig
     split_map = {"train": "train", "validation": "validation", "test": "test"}
     extra_features = {

@@ -16,11 +16,11 @@ from typing import Iterator
 
 from datasets import Value
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
 RAW_LAYOUT = """\
@@ -39,6 +39,7 @@ class IERConfig(BuilderConfig):
 
 class ImageEditingRequest(PairBuilder):
     name = "ier"
+    pair_style = "edit"
     config_class = IERConfig
     split_map = {"train": "train", "valid": "validation", "test": "test"}
     required = ("train.json", "valid.json", "test.json", "images")

@@ -16,11 +16,11 @@ from typing import Iterator
 
 from datasets import Value
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, list_images
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, list_images
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
 RAW_LAYOUT = """\

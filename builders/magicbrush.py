@@ -16,10 +16,10 @@ from typing import Iterator
 
 from datasets import Image, Value
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
-from idc_toolkit.hfcopy import edit_pair, find_split_files, image_bytes, iter_rows
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.hfcopy import edit_pair, find_split_files, image_bytes, iter_rows
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
 RELEASE_SPLITS = ("train", "dev", "test")
@@ -38,6 +38,7 @@ class MagicBrushConfig(BuilderConfig):
 
 class MagicBrush(PairBuilder):
     name = "magicbrush"
+    pair_style = "edit"
     config_class = MagicBrushConfig
     split_map = {"train": "train", "dev": "validation", "test": "test"}
     extra_features = {"img_id": Value("string"), "turn_index": Value("int32"), "edit_mask": Image()}

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
 RAW_LAYOUT = """\
@@ -57,6 +57,12 @@ class SpotTheDiff(PairBuilder):
         ),
         raw_layout=RAW_LAYOUT,
         citation=citations.SPOT_THE_DIFF,
+        personal_info=(
+            "The images are frames of fixed surveillance cameras (the VIRAT video dataset) and show "
+            "people in public places, who did not consent to this use; faces and vehicles may be "
+            "identifiable at full resolution. Do not use the dataset to identify or track individuals, "
+            "and follow VIRAT's terms of use."
+        ),
     )
 
     def check_raw(self) -> None:

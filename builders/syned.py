@@ -24,14 +24,14 @@ from typing import Iterator
 
 from datasets import Value
 
-from idc_toolkit.builder import BuilderConfig, CardMeta, PairBuilder
+from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
-from idc_toolkit.rawio import read_json
-from idc_toolkit.report import BuildReport
+from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
-from idc_toolkit.hfcopy import edit_pair
+from idc_toolkit.building.hfcopy import edit_pair
 
 from .emu_edit import EmuEdit, iter_emu_rows
 
@@ -82,6 +82,7 @@ class SynedConfig(BuilderConfig):
 
 class Syned(PairBuilder):
     name = "syned"
+    pair_style = "edit"
     config_class = SynedConfig
     split_map = {"train": "train", "validation": "validation", "test": "test"}
     required = (TRAIN_TXT, TEST_TXT, SPLITS, PARAPHRASES)

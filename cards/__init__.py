@@ -10,17 +10,21 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Any
-
-import yaml
+from typing import TYPE_CHECKING, Any, Optional
 
 from . import citations
 
 if TYPE_CHECKING:  # pragma: no cover
     from datasets import Features
 
-    from ..builder import PairBuilder
-    from ..report import BuildReport
+    from ..building.builder import PairBuilder
+    from ..building.report import BuildReport
+    from ..runs.parquet import SplitSummary
+
+#: card YAML key holding the dataset's facts (pair style, categories, builder)
+FACTS_KEY = "idc_toolkit"
+#: card YAML key holding the run record (kind, fingerprint, fields) of the run that wrote it
+RUN_KEY = "idc_toolkit_run"
 
 CORE_DOCS = {
     "pair_id": "the release's own id of the pair, unique within the dataset",
@@ -39,29 +43,72 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def card_yaml(builder: "PairBuilder", features: "Features", split_sizes: dict[str, dict[str, int]]) -> dict[str, Any]:
-    total = sum(s["num_examples"] for s in split_sizes.values())
-    nbytes = sum(s["num_bytes"] for s in split_sizes.values())
-    return {
-        "pretty_name": builder.card.pretty_name,
-        "license": builder.card.license,
-        "language": ["en"],
-        "task_categories": list(builder.card.task_categories),
-        "tags": ["image-difference-captioning", "change-captioning", "idc-toolkit"],
-        "size_categories": [size_category(total)],
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": split, "path": f"data/{split}-*"} for split in split_sizes],
-            }
-        ],
-        "dataset_info": {
-            "features": features._to_yaml_list(),
-            "splits": [{"name": split, **sizes} for split, sizes in split_sizes.items()],
-            "download_size": nbytes,
-            "dataset_size": nbytes,
-        },
-    }
+def dataset_card_data(*, pretty_name: str, license: str, features: "Features", summaries: dict[str, "SplitSummary"],
+                      task_categories: list[str], task_ids: list[str], source_datasets: list[str], tags: list[str],
+                      facts: dict[str, Any], run_record: dict[str, Any], base: Optional[dict[str, Any]] = None):
+    """The card's YAML as ``huggingface_hub``'s ``DatasetCardData``, with ``configs`` and
+    ``dataset_info`` written by ``datasets``' own ``MetadataConfigs`` / ``DatasetInfosDict``:
+    ``num_bytes`` and ``dataset_size`` are Arrow sizes and ``download_size`` parquet bytes,
+    as ``push_to_hub`` writes them. ``facts`` (pair style, categories, ...) are what consumers
+    read back (:func:`dataset_facts`); ``run_record`` is the run engine's fingerprint."""
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    kept = {k: v for k, v in (base or {}).items() if k not in ("configs", "dataset_info", FACTS_KEY, RUN_KEY)}
+    total = sum(s.num_examples for s in summaries.values())
+    data = DatasetCardData(**{
+        **kept,
+        "pretty_name": pretty_name, "license": license, "language": kept.get("language", ["en"]),
+        "task_categories": task_categories, "task_ids": task_ids, "source_datasets": source_datasets,
+        "tags": tags, "size_categories": [size_category(total)],
+    })
+    splits = SplitDict()
+    for split, s in summaries.items():
+        splits.add(SplitInfo(name=split, num_bytes=s.num_bytes, num_examples=s.num_examples))
+    info = DatasetInfo(features=features, splits=splits, download_size=sum(s.download_bytes for s in summaries.values()),
+                       dataset_size=sum(s.num_bytes for s in summaries.values()))
+    MetadataConfigs({"default": {"data_files": [{"split": split, "path": f"data/{split}-*"} for split in summaries]}}
+                    ).to_dataset_card_data(data)
+    DatasetInfosDict({"default": info}).to_dataset_card_data(data)
+    data[FACTS_KEY] = facts
+    data[RUN_KEY] = run_record
+    return data
+
+
+def save_card(folder: Path, data, body: str) -> Path:
+    """Write ``README.md`` with ``huggingface_hub``'s ``DatasetCard``."""
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body.strip()}\n")
+    path = Path(folder) / "README.md"
+    card.save(path)
+    return path
+
+
+def read_card_data(folder: Path | str) -> dict[str, Any]:
+    """The YAML of a local dataset folder's card (empty when it has none)."""
+    path = Path(folder) / "README.md"
+    if not path.is_file():
+        return {}
+    from huggingface_hub import DatasetCard
+
+    return DatasetCard.load(path).data.to_dict()
+
+
+def dataset_facts(dataset: str | Path) -> dict[str, Any]:
+    """The builder's facts a dataset carries in its card (pair style, categories, no-change
+    categories, builder), read the same way from a local folder, a Hub copy or an augmented
+    dataset; empty when the dataset was not written by idc-toolkit."""
+    if Path(dataset).is_dir():
+        return dict(read_card_data(dataset).get(FACTS_KEY) or {})
+    try:
+        from huggingface_hub import DatasetCard
+
+        return dict(DatasetCard.load(str(dataset), repo_type="dataset").data.to_dict().get(FACTS_KEY) or {})
+    except Exception:  # offline, no card, not a toolkit dataset: no facts
+        return {}
 
 
 def _feature_type(feature: Any) -> str:
@@ -75,12 +122,9 @@ def _feature_type(feature: Any) -> str:
     return name
 
 
-def render_card(
-    builder: "PairBuilder",
-    features: "Features",
-    split_sizes: dict[str, dict[str, int]],
-    report: "BuildReport",
-) -> str:
+def render_build_body(builder: "PairBuilder", features: "Features", summaries: dict[str, "SplitSummary"],
+                      report: "BuildReport") -> str:
+    """The card's markdown body for a build (the template filled in)."""
     from .. import __version__
 
     docs = {**CORE_DOCS, **builder.extra_docs}
@@ -88,15 +132,14 @@ def render_card(
         f"| `{name}` | {_feature_type(feat)} | {docs.get(name, '')} |" for name, feat in features.items()
     )
     split_table = "\n".join(
-        f"| {split} | {sizes['num_examples']} | {report.empty_captions.get(split, 0)} |"
-        for split, sizes in split_sizes.items()
+        f"| {split} | {s.num_examples} | {report.empty_captions.get(split, 0)} |" for split, s in summaries.items()
     )
     names = features["category"].names if "category" in features else None
     if names:
-        header = "| category | " + " | ".join(split_sizes) + " |"
-        rule = "| --- |" + " --- |" * len(split_sizes)
+        header = "| category | " + " | ".join(summaries) + " |"
+        rule = "| --- |" + " --- |" * len(summaries)
         rows = [
-            f"| {n} | " + " | ".join(str(report.category_counts.get(s, {}).get(n, 0)) for s in split_sizes) + " |"
+            f"| {n} | " + " | ".join(str(report.category_counts.get(s, {}).get(n, 0)) for s in summaries) + " |"
             for n in names
         ]
         category_section = "## Categories\n\n" + builder.card.category_note + "\n\n" + "\n".join([header, rule, *rows])
@@ -113,11 +156,10 @@ def render_card(
             problems_section += "\n- ..."
     for key, n in sorted(report.counters.items()):
         problems_section += f"\n- {key.replace('_', ' ')}: {n}"
-
-    header_yaml = yaml.safe_dump(card_yaml(builder, features, split_sizes), sort_keys=False, allow_unicode=True)
+    personal = builder.card.personal_info or (
+        "The images come from the original release; idc-toolkit adds no personal information.")
     template = Template(resources.files(__package__).joinpath("templates/dataset_card.md").read_text(encoding="utf-8"))
     return template.substitute(
-        yaml=header_yaml.rstrip("\n"),
         pretty_name=builder.card.pretty_name,
         description=builder.card.description,
         version=__version__,
@@ -131,19 +173,55 @@ def render_card(
         split_table=split_table,
         category_section=category_section,
         problems_section=problems_section,
+        personal_info=personal,
         license_note=builder.card.license_note,
         citation=builder.card.citation,
         toolkit_citation=citations.TOOLKIT,
     )
 
 
-def write_card(
-    out_dir: Path,
-    builder: "PairBuilder",
-    features: "Features",
-    split_sizes: dict[str, dict[str, int]],
-    report: "BuildReport",
-) -> Path:
-    path = Path(out_dir) / "README.md"
-    path.write_text(render_card(builder, features, split_sizes, report), encoding="utf-8")
-    return path
+def write_build_card(folder: Path, builder: "PairBuilder", features: "Features", summaries: dict[str, "SplitSummary"],
+                     report: "BuildReport", run_record: dict[str, Any]) -> Path:
+    """README.md of a build: YAML through the ecosystem's objects, the template as body."""
+    kept = {k: v for k, v in summaries.items() if v.num_examples}
+    data = dataset_card_data(
+        pretty_name=builder.card.pretty_name, license=builder.card.license, features=features, summaries=kept,
+        task_categories=list(builder.card.task_categories), task_ids=list(builder.card.task_ids),
+        source_datasets=list(builder.card.source_datasets), tags=["image-difference-captioning", "change-captioning", "idc-toolkit"],
+        facts=builder.facts(), run_record=run_record)
+    return save_card(folder, data, render_build_body(builder, features, kept, report))
+
+
+def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: str, features: "Features",
+                    summaries: dict[str, "SplitSummary"], section: str, run_record: dict[str, Any]) -> Path:
+    """README.md of a column pass: the source's card with the new features, sizes and run
+    record in its YAML and the pass documented as a section of the body (a rerun replaces
+    its own section)."""
+    base: dict[str, Any] = {}
+    body = f"# {Path(str(source_name)).name}\n"
+    if source_folder is not None and (source_folder / "README.md").is_file():
+        from huggingface_hub import DatasetCard
+
+        card = DatasetCard.load(source_folder / "README.md")
+        base, body = card.data.to_dict(), card.text
+    facts = dict(base.get(FACTS_KEY) or {})
+    data = dataset_card_data(
+        pretty_name=base.get("pretty_name") or Path(str(source_name)).name, license=base.get("license") or "other",
+        features=features, summaries=summaries, task_categories=base.get("task_categories") or ["image-to-text"],
+        task_ids=base.get("task_ids") or ["image-captioning"],
+        source_datasets=base.get("source_datasets") or [str(source_name)], tags=base.get("tags") or ["idc-toolkit"],
+        facts=facts, run_record=run_record, base=base)
+    marker = section.splitlines()[0]
+    if marker in body:
+        body = body[: body.index(marker)].rstrip() + "\n"
+    return save_card(folder, data, f"{body.rstrip()}\n\n{section.strip()}\n")
+
+
+def pass_section(title: str, lines: list[str], params: Optional[dict[str, Any]] = None) -> str:
+    """A card section recording a pass and its parameters."""
+    import json
+
+    text = [f"## {title}", "", *lines]
+    if params:
+        text += ["", "Parameters:", "", "```json", json.dumps(params, indent=2, sort_keys=True, default=str), "```"]
+    return "\n".join(text)

@@ -1,2 +1,3 @@
-"""Evaluators: scoring any predictions file (:mod:`.predictions`, :mod:`.outputs`) and, as
-they are added, model runners registered by name for ``idc-eval --model``."""
+"""Scoring a predictions file: reading predictions and references (:mod:`.predictions`) and
+writing ``metrics.json`` / ``metrics.md`` / ``per_pair.csv`` / ``by_category.png``
+(:mod:`.outputs`). Model runners live in :mod:`idc_toolkit.models`."""

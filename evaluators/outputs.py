@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional
@@ -19,12 +18,18 @@ SEMANTICS = (
 
 
 def _git_hash() -> Optional[str]:
+    """The commit the installed toolkit came from, as pip recorded it (PEP 610
+    ``direct_url.json``: a ``vcs_info.commit_id`` for ``pip install git+...``); ``None``
+    otherwise. Never the current directory's repository, which may be the user's own."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or None if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
+        text = metadata.distribution("idc-toolkit").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        return (json.loads(text).get("vcs_info") or {}).get("commit_id")
+    except ValueError:
         return None
 
 
@@ -37,7 +42,7 @@ def _version(dist: str) -> Optional[str]:
 
 def build_meta(result: ScoreResult, references_source: str, fingerprint: str, extra: dict[str, Any]) -> dict[str, Any]:
     from idc_toolkit import __version__
-    from idc_toolkit.metrics.java import java_version
+    from idc_toolkit.metrics.tokenizer import java_version
 
     return {
         "toolkit_version": __version__,

@@ -145,9 +145,9 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     """
     from datasets import ClassLabel
 
-    from idc_toolkit.writer import split_shards
+    from idc_toolkit.runs.rows import local_split_files
 
-    shards = split_shards(dataset, split)
+    shards = local_split_files(dataset, split)
     if shards:
         import pyarrow.parquet as pq
         from datasets import Features

@@ -1,7 +1,39 @@
 """idc-toolkit: image difference captioning datasets in one schema, scored as the papers do.
 
-Importing the package is cheap on purpose: heavy libraries (torch, transformers, diffusers)
-are imported inside the functions that need them, so ``idc-eval --predictions`` starts fast.
+The public API mirrors the command-line tools::
+
+    build_dataset        idc-build            (raw release -> Hub-ready folder)
+    add_change_masks     idc-precompute masks
+    add_change_entities  idc-precompute entities
+    augment_dataset      idc-augment
+    generate_predictions idc-eval --model ... --predict-only
+    evaluate_predictions idc-eval --predictions
+    compare_systems      idc-eval compare
+
+Importing the package is cheap on purpose: every name is loaded on first use, and heavy
+libraries (torch, transformers, diffusers) only inside the functions that need them, so
+``idc-eval --predictions`` never imports torch.
 """
 
+from importlib import import_module
+from typing import Any
+
 __version__ = "0.1.0"
+
+_API = {
+    "build_dataset": "idc_toolkit.api:build_dataset",
+    "add_change_masks": "idc_toolkit.masks.column:add_change_masks",
+    "add_change_entities": "idc_toolkit.entities.column:add_change_entities",
+    "augment_dataset": "idc_toolkit.augment.pipeline:augment_dataset",
+    "generate_predictions": "idc_toolkit.api:generate_predictions",
+    "evaluate_predictions": "idc_toolkit.api:evaluate_predictions",
+    "compare_systems": "idc_toolkit.api:compare_systems",
+}
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        module, attr = _API[name].split(":")
+        return getattr(import_module(module), attr)
+    raise AttributeError(f"module 'idc_toolkit' has no attribute {name!r}")

@@ -27,3 +27,8 @@ class BuildError(IDCError):
 
 class EvaluationError(IDCError):
     """Predictions or references cannot be scored as given."""
+
+
+class RunError(IDCError):
+    """A long job cannot start or go on: its output folder holds another run, is locked by
+    another job, or its input is missing."""

@@ -5,7 +5,8 @@ with these columns. Defining them once here is what lets ``idc-eval --dataset X`
 
 Core columns
     pair_id   string, unique within a dataset: the release's own id (Spot-the-Diff ``img_id``,
-              CLEVR ``000123`` / ``000123_n``, IER ``uid``, LEVIR-CC file stem, Emu Edit ``idx``)
+              CLEVR ``000123`` / ``000123_n``, IER ``uid``, LEVIR-CC file stem, Emu Edit and
+              Syned ``<split>_<idx>`` since their ``idx`` restarts in every split)
     before    Image, the "before" image, stored as the release's own encoded bytes
     after     Image, the "after" image
     captions  list of strings: every reference exactly as released (empty strings included,
@@ -32,6 +33,9 @@ AFTER = "after"
 CAPTIONS = "captions"
 CATEGORY = "category"
 CORE_COLUMNS = (PAIR_ID, BEFORE, AFTER, CAPTIONS)
+
+#: The toolkit's split names (builders map their release's names onto these).
+SPLITS = ("train", "validation", "test")
 
 #: Category names that mean "nothing semantic changed". Groups without them form ``change_only``.
 NO_CHANGE_CATEGORIES = frozenset({"distractor", "no_change"})

@@ -10,7 +10,7 @@ from datasets import load_dataset
 from PIL import Image
 
 from idc_toolkit.cli.augment import main as augment_main
-from idc_toolkit.paraphrase import Paraphraser, clean_candidates
+from idc_toolkit.augment.paraphrase import Paraphraser, clean_candidates
 
 
 def test_cleaning_rules_on_adversarial_llm_output():
@@ -37,7 +37,7 @@ def test_paraphraser_retries_and_reports_shortfall():
 
 @pytest.fixture(scope="module")
 def setup(demo_dataset, tmp_path_factory):
-    from idc_toolkit.evaluators.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
+    from idc_toolkit.models.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
 
     root = tmp_path_factory.mktemp("aug")
     return {"ds": demo_dataset, "editor": save_tiny_instruct_pix2pix(root / "ip2p"), "lm": save_tiny_chat_lm(root / "lm")}
@@ -95,8 +95,8 @@ def test_interrupted_augmentation_resumes(setup, tmp_path, monkeypatch):
     monkeypatch.setattr(aug.Editor, "edit", flaky)
     with pytest.raises(Interrupted):
         augment_main(_args(setup, tmp_path / "resumed"))
-    partial = tmp_path / "resumed" / "data" / ".partial"
-    assert len(list(partial.glob("*.json"))) == 1 and not (tmp_path / "resumed" / "README.md").exists()
+    parts = tmp_path / "resumed" / ".idc_run" / "parts" / "train"
+    assert len(list(parts.glob("*.json"))) == 1 and not (tmp_path / "resumed" / "README.md").exists()
     monkeypatch.setattr(aug.Editor, "edit", original)
     assert augment_main(_args(setup, tmp_path / "resumed")) == 0
     key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731

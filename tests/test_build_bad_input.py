@@ -5,9 +5,9 @@ import json
 import pytest
 from datasets import load_dataset
 
-from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.cli.build import main as build_main
-from idc_toolkit.errors import BuildError, RawFormatError
+from idc_toolkit.errors import BuildError, RawFormatError, RunError
 
 from conftest import image_bytes, make_spot_the_diff, write_json
 
@@ -105,14 +105,14 @@ def test_output_folder_with_another_dataset_is_refused(raw, demo_raw, tmp_path, 
     build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
     again = build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
     assert again.already_built
-    with pytest.raises(BuildError, match="already holds a build of 'spot_the_diff'"):
+    with pytest.raises(RunError, match='holds a build run with other settings \\(builder: "spot_the_diff" -> "clevr_change"'):
         build_dataset(make_builder("clevr_change", demo_raw), out, progress=False)
     assert build_main(["clevr_change", "--raw", str(demo_raw), "--out", str(out), "--no-progress"]) == 1
     assert "--overwrite" in capsys.readouterr().err
     other = tmp_path / "foreign"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    with pytest.raises(BuildError, match="not this build"):
+    with pytest.raises(RunError, match="already holds files that are not an idc-toolkit run \\(notes.txt\\)"):
         build_dataset(make_builder("spot_the_diff", raw), other, progress=False)
     result = build_dataset(make_builder("clevr_change", demo_raw), out, overwrite=True, progress=False)
     assert not result.already_built

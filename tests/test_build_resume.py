@@ -1,15 +1,24 @@
-"""An interrupted build continues where it stopped and ends identical to an uninterrupted one."""
+"""The run engine under idc-build: interruptions (Ctrl-C, kill -9, a kill inside finalise),
+fingerprinted resume, row-range shards, locks, and a build that writes nothing."""
 
+import hashlib
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
-import pyarrow.parquet as pq
 import pytest
+from datasets import load_dataset
 
-import idc_toolkit.build as build_mod
-from idc_toolkit.build import build_dataset, make_builder
-from idc_toolkit.writer import ShardWriter
+import idc_toolkit.building.pipeline as build_mod
+from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.errors import BuildError, RunError
 
-from conftest import make_spot_the_diff
+from conftest import REPO, make_spot_the_diff
 
 ANN = {
     "train": [{"img_id": str(i), "sentences": [f"change number {i}"]} for i in range(1, 26)],
@@ -18,45 +27,178 @@ ANN = {
 }
 
 
-def _rows(out):
-    rows = []
-    for f in sorted((out / "data").glob("*.parquet")):
-        t = pq.read_table(f)
-        rows += [(f.name, r["pair_id"], r["captions"], r["before"]["bytes"]) for r in t.to_pylist()]
-    return rows
+def _files(out):
+    """Every file of a finished folder with its SHA-256: byte identity, not just equal rows."""
+    return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def test_interrupted_build_resumes(tmp_path, monkeypatch):
+@pytest.fixture
+def raw(tmp_path):
     raw = make_spot_the_diff(tmp_path / "raw", ANN)
     (raw / "data/resized_images/3_2.png").unlink()    # a skip before the interruption point
     (raw / "data/resized_images/20.png").unlink()     # and one after it
-    reference = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "ref", max_shard_rows=4, progress=False)
+    return raw
 
+
+@pytest.fixture
+def reference(raw, tmp_path):
+    result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "ref", rows_per_part=4, progress=False)
+    return tmp_path / "ref", result
+
+
+def test_ctrl_c_then_rerun_resumes_without_rereading_finished_parts(raw, reference, tmp_path, monkeypatch):
+    ref_dir, ref = reference
+    original_read = build_mod.read_image_bytes
     calls = {"n": 0}
-    original_add = ShardWriter.add
 
-    def flaky_add(self, row, nbytes):
+    def flaky(path, verify):
         calls["n"] += 1
-        if calls["n"] == 11:
-            raise KeyboardInterrupt("simulated interruption")
-        return original_add(self, row, nbytes)
+        if calls["n"] == 23:
+            raise KeyboardInterrupt("simulated Ctrl-C")
+        return original_read(path, verify)
 
-    monkeypatch.setattr(ShardWriter, "add", flaky_add)
+    monkeypatch.setattr(build_mod, "read_image_bytes", flaky)
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
-        build_dataset(make_builder("spot_the_diff", raw), out, max_shard_rows=4, progress=False)
-    state = json.loads((out / ".idc_build.json").read_text())
-    assert state["splits"]["train"]["shards"] == ["train-00000.parquet", "train-00001.parquet"]
-    monkeypatch.setattr(ShardWriter, "add", original_add)
-
+        build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    assert not (out / "README.md").exists() and not (out / "data").exists()  # nothing loadable yet
+    with pytest.raises(Exception):
+        load_dataset(str(out))
     reads = []
-    original_read = build_mod.read_image_bytes
     monkeypatch.setattr(build_mod, "read_image_bytes", lambda p, v: reads.append(p.name) or original_read(p, v))
-    resumed = build_dataset(make_builder("spot_the_diff", raw), out, max_shard_rows=4, progress=False)
+    resumed = build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert resumed.resumed
-    assert "1.png" not in reads and "8.png" not in reads  # finished shards are not read again
-    assert _rows(out) == _rows(tmp_path / "ref")
-    assert resumed.report.to_dict() == reference.report.to_dict()
+    assert "1.png" not in reads and "4_2.png" not in reads  # finished parts are not read again
+    assert _files(out) == _files(ref_dir)
+    assert resumed.report.to_dict() == ref.report.to_dict()
     assert [p.record for p in resumed.report.problems if p.action == "skipped"] == ["3", "20"]
-    assert json.loads((out / "build_report.json").read_text()) == json.loads((tmp_path / "ref" / "build_report.json").read_text())
-    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(p.name for p in (tmp_path / "ref" / "data").iterdir())
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    import idc_toolkit.building.pipeline as m
+    original = m.read_image_bytes
+    m.read_image_bytes = lambda p, v: (time.sleep(0.01), original(p, v))[1]
+    m.build_dataset(m.make_builder("spot_the_diff", sys.argv[1]), sys.argv[2], rows_per_part=4, progress=False)
+""")
+
+
+def _kill_at_random(raw, out, delay):
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(raw), str(out)], cwd=REPO)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_path, seed):
+    ref_dir, _ = reference
+    out = tmp_path / "out"
+    rng = random.Random(seed)
+    for _ in range(2):  # killed twice, at random moments (start-up, a part, finalise)
+        _kill_at_random(raw, out, rng.uniform(1.0, 3.0))
+    build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    assert _files(out) == _files(ref_dir)
+
+
+def test_annotation_edited_after_a_kill_is_named_and_refused(raw, tmp_path, monkeypatch):
+    original_read = build_mod.read_image_bytes
+    calls = {"n": 0}
+
+    def flaky(path, verify):
+        calls["n"] += 1
+        if calls["n"] == 15:
+            raise KeyboardInterrupt
+        return original_read(path, verify)
+
+    monkeypatch.setattr(build_mod, "read_image_bytes", flaky)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    monkeypatch.setattr(build_mod, "read_image_bytes", original_read)
+    path = raw / "data/annotations/train.json"
+    items = json.loads(path.read_text())
+    items.insert(2, {"img_id": "1", "sentences": ["an inserted item for an existing pair"]})  # shifts every position
+    path.write_text(json.dumps(items))
+    with pytest.raises(RunError, match="raw:annotations/train.json"):
+        build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    rebuilt = build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, overwrite=True, progress=False)
+    ds = load_dataset(str(out), split="train")
+    assert sorted(ds["pair_id"], key=int) == [str(i) for i in range(1, 26) if i not in (3, 20)]  # none twice, none lost
+    assert ds[0]["captions"] == ["change number 1", "an inserted item for an existing pair"]
+    assert rebuilt.report.rows["train"] == 23
+
+
+def test_kill_inside_finalise_is_finished_by_the_rerun(raw, reference, tmp_path, monkeypatch):
+    import idc_toolkit.runs.folder as folder_mod
+
+    ref_dir, _ = reference
+    real_replace = os.replace
+
+    def dies_moving_data(src, dst):
+        if str(dst).endswith("/data"):
+            raise KeyboardInterrupt("killed between the card and the data")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(folder_mod.os, "replace", dies_moving_data)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    assert (out / "README.md").exists() and not (out / "data").exists()
+    with pytest.raises(Exception):  # the card names data files that are not there yet: not loadable
+        load_dataset(str(out))
+    monkeypatch.setattr(folder_mod.os, "replace", real_replace)
+    build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    assert _files(out) == _files(ref_dir)
+
+
+def test_shards_on_a_one_file_split_complete_the_same_folder(raw, reference, tmp_path, capsys):
+    ref_dir, _ = reference
+    out = tmp_path / "out"
+    first = build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, shard=(0, 2), progress=False)
+    assert not first.already_built and not (out / "README.md").exists()
+    with pytest.raises(Exception):
+        load_dataset(str(out))
+    build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, shard=(1, 2), progress=False)
+    assert _files(out) == _files(ref_dir)
+
+
+def test_a_second_job_on_a_locked_folder_names_the_holder(raw, tmp_path):
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from idc_toolkit.runs.locks import FolderLock
+        from pathlib import Path
+        lock = FolderLock(Path({str(out)!r}) / ".idc_run" / "locks" / "job-0-of-1.lock", "x").acquire()
+        print("held", flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunError, match=f"in use by pid {holder.pid} on "):
+            build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    build_dataset(make_builder("spot_the_diff", raw), out, progress=False)  # the lock died with its holder
+
+
+def test_a_split_whose_every_pair_is_skipped_is_an_error_naming_why(tmp_path):
+    raw = make_spot_the_diff(tmp_path / "raw", ANN, fmt_images=False)  # annotations, no images yet
+    with pytest.raises(BuildError, match=r"0 of 25 train pairs written: 25 x before image: image file not found under "
+                                         r".*resized_images/"):
+        build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
+
+
+def test_card_sizes_mean_what_push_to_hub_writes(reference):
+    ref_dir, _ = reference
+    from idc_toolkit.cards import read_card_data
+
+    info = read_card_data(ref_dir)["dataset_info"]
+    for split in info["splits"]:
+        ds = load_dataset(str(ref_dir), split=split["name"])
+        assert abs(split["num_bytes"] - ds.data.nbytes) <= 64 * len(ds.data.to_batches())  # Arrow bytes, not parquet
+    parquet = sum(p.stat().st_size for p in (ref_dir / "data").glob("*.parquet"))
+    assert info["download_size"] == parquet and info["dataset_size"] == sum(s["num_bytes"] for s in info["splits"])
+    assert "idc_toolkit_run" in read_card_data(ref_dir) and not (ref_dir / ".idc_run").exists()

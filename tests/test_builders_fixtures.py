@@ -5,7 +5,7 @@ from pathlib import Path
 
 from datasets import load_dataset
 
-from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.builders import BUILDERS
 
 from conftest import image_bytes, make_emu_edit, write_json

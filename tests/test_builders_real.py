@@ -6,7 +6,7 @@ from pathlib import Path
 
 from datasets import Image, List, Value, load_dataset
 
-from idc_toolkit.build import build_dataset, make_builder
+from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.builders.syned import clean_paraphrase
 
 from conftest import image_bytes, make_emu_edit, make_spot_the_diff
@@ -63,6 +63,30 @@ def test_ier_real_annotations(shared, tmp_path):
     row = ds["validation"][0]
     assert len(row["captions"]) == 3 and row["img0"] and row["pair_id"]
     assert row["before"].size == (8, 6)  # GIF/PNG/JPEG all decode
+
+
+def test_clevr_dc_real_split_gives_the_papers_counts_and_even_action_blocks(shared, tmp_path):
+    """The real split.json: 40,800 / 2,400 / 4,800 pairs, each split spread evenly over the six
+    8,000-index action blocks the card's categories come from (no image is read)."""
+    from idc_toolkit.building.report import BuildReport
+
+    raw = tmp_path / "clevr_dc"
+    raw.mkdir()
+    shutil.copy(shared / "real_annotations/clevr_dc/split.json", raw / "split.json")
+    ids = [i for ids in json.loads((raw / "split.json").read_text()).values() for i in ids]
+    (raw / "captions.json").write_text(json.dumps({str(i): [f"caption {i}"] for i in ids}))
+    (raw / "bef").mkdir()
+    (raw / "aft").mkdir()
+    builder = make_builder("clevr_dc", raw)
+    builder.check_raw()
+    report = BuildReport("clevr_dc", strict=True)
+    counts = {}
+    for split in builder.split_names():
+        records = list(builder.generate(split, report))
+        counts[split] = {c: sum(1 for r in records if r.category == c) for c in builder.categories}
+    per_block = {"train": 6800, "validation": 400, "test": 800}
+    assert counts == {split: {c: n for c in builder.categories} for split, n in per_block.items()}
+    assert builder.facts()["no_change_categories"] == ["distractor"] and builder.facts()["pair_style"] == "scene"
 
 
 def test_syned_real_files_with_emu_edit_copy(shared, tmp_path):

@@ -9,10 +9,10 @@ import pytest
 from datasets import load_dataset
 from PIL import Image, ImageChops, ImageEnhance
 
-from idc_toolkit.changemask import MaskParams, compute_change_mask, grid_dbscan
+from idc_toolkit.masks.diff import MaskParams, compute_change_mask, grid_dbscan
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.errors import IDCError
-from idc_toolkit.mask_pass import add_change_masks
+from idc_toolkit.masks.column import add_change_masks
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -76,7 +76,7 @@ def _column(out, name):
 
 def test_diff_fallback_through_the_cli(demo_dataset, tmp_path):
     out = tmp_path / "masks"
-    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--no-progress", "--num-proc", "2"]) == 0
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--no-progress"]) == 0
     ds = load_dataset(str(out), split="test")
     assert set(ds["mask_source"]) == {"diff"}
     row = ds[0]
@@ -89,7 +89,7 @@ def test_diff_fallback_through_the_cli(demo_dataset, tmp_path):
 def test_tiny_sam_checkpoint_through_the_cli_is_deterministic(demo_dataset, tmp_path):
     import torch
 
-    from idc_toolkit.sam_refine import build_tiny_sam
+    from idc_toolkit.masks.sam import build_tiny_sam
 
     torch.manual_seed(0)
     ckpt = tmp_path / "sam_tiny.pth"
@@ -118,11 +118,15 @@ def test_bad_sam_inputs_fail_before_any_work(demo_dataset, tmp_path, capsys):
     assert not (tmp_path / "o2" / "data").exists() or not list((tmp_path / "o2" / "data").glob("*.parquet"))
 
 
-def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, monkeypatch):
-    import idc_toolkit.mask_pass as mp
+def _parts(out):
+    return sorted(p.name for p in (out / ".idc_run" / "parts").rglob("*.json"))
 
-    full = add_change_masks(demo_dataset, tmp_path / "full", progress=False)
-    assert full.complete and full.shards_total > 3
+
+def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, monkeypatch):
+    import idc_toolkit.masks.column as mp
+
+    full = add_change_masks(demo_dataset, tmp_path / "full", rows_per_part=8, progress=False)
+    assert full.complete and full.parts_total > 3
     calls = {"n": 0}
     original = mp.compute_change_mask
 
@@ -134,26 +138,43 @@ def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, mon
 
     monkeypatch.setattr(mp, "compute_change_mask", flaky)
     with pytest.raises(KeyboardInterrupt):
-        add_change_masks(demo_dataset, tmp_path / "resumed", progress=False)
-    done_before = sorted(p.name for p in (tmp_path / "resumed" / "data").glob("*.parquet"))
-    assert 0 < len(done_before) < full.shards_total and not list((tmp_path / "resumed" / "data").glob("*.partial"))
+        add_change_masks(demo_dataset, tmp_path / "resumed", rows_per_part=8, progress=False)
+    done_before = _parts(tmp_path / "resumed")
+    assert 0 < len(done_before) < full.parts_total and not (tmp_path / "resumed" / "data").exists()
     monkeypatch.setattr(mp, "compute_change_mask", original)
     calls["n"] = 0
-    result = add_change_masks(demo_dataset, tmp_path / "resumed", progress=False)
-    assert result.complete
+    result = add_change_masks(demo_dataset, tmp_path / "resumed", rows_per_part=8, progress=False)
+    assert result.complete and result.parts_written == full.parts_total - len(done_before)
     assert _column(tmp_path / "resumed", "change_mask") == _column(tmp_path / "full", "change_mask")
 
-    first = add_change_masks(demo_dataset, tmp_path / "sharded", shard=(0, 2), progress=False)
+    first = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, shard=(0, 2), progress=False)
     assert not first.complete and not (tmp_path / "sharded" / "README.md").exists()
-    second = add_change_masks(demo_dataset, tmp_path / "sharded", shard=(1, 2), progress=False)
+    second = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, shard=(1, 2), progress=False)
     assert second.complete and (tmp_path / "sharded" / "README.md").is_file()
     assert _column(tmp_path / "sharded", "change_mask") == _column(tmp_path / "full", "change_mask")
+
+
+def test_rerun_with_other_parameters_is_refused_naming_them(demo_dataset, tmp_path, capsys):
+    out = tmp_path / "masks"
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--no-progress"]) == 0
+    before = {p.name: p.read_bytes() for p in (out / "data").glob("*.parquet")}
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--no-progress"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--delta", "200", "--eps", "5",
+                            "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "delta: 32.0 -> 200.0" in err and "eps: 2.0 -> 5.0" in err and "--overwrite" in err
+    assert {p.name: p.read_bytes() for p in (out / "data").glob("*.parquet")} == before  # untouched
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--delta", "200", "--eps", "5",
+                            "--no-progress", "--overwrite"]) == 0
+    assert '"delta": 200.0' in (out / "README.md").read_text()
+    assert {p.name: p.read_bytes() for p in (out / "data").glob("*.parquet")} != before
 
 
 def test_soft_patch_mask_and_fac_loss():
     import torch
 
-    from idc_toolkit.fac import fac_kl_loss, soft_patch_mask
+    from idc_toolkit.masks.fac import fac_kl_loss, soft_patch_mask
 
     mask = torch.zeros(2, 64, 64)
     mask[0, 8:24, 8:24] = 1
@@ -167,11 +188,3 @@ def test_soft_patch_mask_and_fac_loss():
     loss.backward()
     assert float(loss.detach()) > 0.5 and uniform.grad is not None
     assert float(fac_kl_loss(uniform, torch.zeros(2, 8, 8))) == 0.0
-
-
-def test_devices_run_one_worker_per_device(demo_dataset, tmp_path):
-    out = tmp_path / "dev"
-    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--devices", "cpu,cpu", "--no-progress"]) == 0
-    assert (out / "README.md").is_file()
-    full = add_change_masks(demo_dataset, tmp_path / "one", progress=False)
-    assert full.complete and _column(out, "change_mask") == _column(tmp_path / "one", "change_mask")

@@ -8,7 +8,7 @@ import pytest
 
 from idc_toolkit.demo.captions import synthetic_caption_set
 from idc_toolkit.metrics import score_groups
-from idc_toolkit.metrics.java import ptb_tokenize
+from idc_toolkit.metrics.tokenizer import ptb_tokenize
 from idc_toolkit.metrics.reference import pycocoevalcap_scores
 
 pytestmark = pytest.mark.java

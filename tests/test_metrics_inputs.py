@@ -6,7 +6,7 @@ import idc_toolkit.metrics.meteor as meteor_mod
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.evaluators.predictions import References, prepare
 from idc_toolkit.metrics import score_groups
-from idc_toolkit.metrics.java import ptb_tokenize
+from idc_toolkit.metrics.tokenizer import ptb_tokenize
 from idc_toolkit.metrics.meteor import MeteorProcess
 from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
 

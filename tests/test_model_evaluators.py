@@ -20,7 +20,7 @@ pytestmark = pytest.mark.java
 def models(tmp_path_factory):
     from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
 
-    from idc_toolkit.evaluators.tiny import (blip2idc_targets, davir_targets, save_lora_adapter, save_tiny_blip2,
+    from idc_toolkit.models.tiny import (blip2idc_targets, davir_targets, save_lora_adapter, save_tiny_blip2,
                                              save_tiny_instructblip)
 
     root = tmp_path_factory.mktemp("models")
@@ -37,7 +37,7 @@ def _lines(path):
 
 
 def test_stacked_pair_matches_a_hand_built_image():
-    from idc_toolkit.evaluators.pairs import stacked_pair
+    from idc_toolkit.models.pairs import stacked_pair
 
     before = Image.new("RGB", (4, 3), (255, 0, 0))
     after = Image.new("RGB", (4, 2), (0, 0, 255))
@@ -52,7 +52,7 @@ def test_resize_and_blur_for_editing_datasets_is_reproducible():
 
     import torchvision.transforms.functional as TF
 
-    from idc_toolkit.evaluators.pairs import pair_seed, stacked_pair
+    from idc_toolkit.models.pairs import pair_seed, stacked_pair
 
     rng = np.random.default_rng(0)
     before = Image.fromarray(rng.integers(0, 255, (10, 7, 3), dtype=np.uint8))
@@ -82,7 +82,7 @@ def test_adapter_changes_the_model(models):
     import torch
     from transformers import Blip2ForConditionalGeneration
 
-    from idc_toolkit.evaluators.adapters import apply_adapter
+    from idc_toolkit.models.adapters import apply_adapter
 
     base = Blip2ForConditionalGeneration.from_pretrained(models / "blip2")
     name = "language_model.model.decoder.layers.0.self_attn.q_proj.weight"
@@ -94,7 +94,7 @@ def test_adapter_changes_the_model(models):
 
 
 def test_generation_resumes_without_regenerating(models, demo_dataset, tmp_path, monkeypatch):
-    from idc_toolkit.evaluators.blip2idc import Blip2IDCRunner
+    from idc_toolkit.models.blip2idc import Blip2IDCRunner
 
     out = tmp_path / "eval"
     calls = []
@@ -111,36 +111,46 @@ def test_generation_resumes_without_regenerating(models, demo_dataset, tmp_path,
 
     monkeypatch.setattr(Blip2IDCRunner, "generate", flaky)
     args = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--out", str(out),
-            "--device", "cpu", "--batch-size", "3", "--predict-only"]
+            "--device", "cpu", "--batch-size", "3", "--predict-only", "--no-progress"]
     with pytest.raises(Interrupted):
         eval_main(args)
-    first = [p["pair_id"] for p in _lines(out / "predictions.jsonl")]
-    assert first == calls[0]
-    with (out / "predictions.jsonl").open("a") as fh:
-        fh.write('{"pair_id": "torn')  # an interrupted write
+    assert not (out / "predictions.jsonl").exists()  # written whole, in dataset order, once every part is there
+    first = calls[0]
     calls.clear()
     monkeypatch.setattr(Blip2IDCRunner, "generate", lambda self, rows: calls.append([r["pair_id"] for r in rows]) or original(self, rows))
     assert eval_main(args) == 0
     regenerated = [pid for batch in calls for pid in batch]
     assert not set(regenerated) & set(first) and len(regenerated) == 10 - len(first)
-    assert len(_lines(out / "predictions.jsonl")) == 10
+    assert [p["pair_id"] for p in _lines(out / "predictions.jsonl")][:3] == first
 
 
-def test_data_parallel_ranks_merge_to_the_single_process_file(models, demo_dataset, tmp_path):
+def test_another_model_into_the_same_out_is_refused_naming_the_difference(models, demo_dataset, tmp_path, capsys):
     base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
-            "--batch-size", "4", "--predict-only"]
+            "--batch-size", "5", "--predict-only", "--no-progress", "--out", str(tmp_path / "eval")]
+    assert eval_main([*base, "--adapter", str(models / "lora_new")]) == 0
+    first = (tmp_path / "eval" / "predictions.jsonl").read_text()
+    assert eval_main(base) == 1  # the same base without the adapter
+    err = capsys.readouterr().err
+    assert "holds a blip2idc generation run with other settings" in err and "adapter:" in err and "--overwrite" in err
+    assert (tmp_path / "eval" / "predictions.jsonl").read_text() == first
+    assert json.loads((tmp_path / "eval" / "model.json").read_text())["adapter"].endswith("lora_new")
+    assert eval_main([*base, "--adapter", str(models / "lora_new")]) == 0  # same settings: nothing to do
+
+
+def test_torchrun_ranks_write_the_single_process_file(models, demo_dataset, tmp_path):
+    base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
+            "--batch-size", "2", "--predict-only", "--no-progress"]
     assert eval_main([*base, "--out", str(tmp_path / "single")]) == 0
-    code = "import sys; from idc_toolkit.cli.eval import main; sys.exit(main(sys.argv[1:]))"
-    procs = [subprocess.Popen([sys.executable, "-c", code, *base, "--out", str(tmp_path / "multi")],
-                              env={**os.environ, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r)})
-             for r in (1, 0)]
-    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.eval",
+           *base, "--out", str(tmp_path / "multi")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
 
 
 def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
-    from idc_toolkit.entity_pass import add_change_entities
-    from idc_toolkit.evaluators.davir import build_prompt
+    from idc_toolkit.entities.column import add_change_entities
+    from idc_toolkit.models.davir import build_prompt
 
     assert build_prompt(["red cube", "sphere"], 1) == "Describe the difference between the two images. Entity: red cube."
     config = tmp_path / "tiny-clip-davir.json"
@@ -159,7 +169,7 @@ def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
 def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys):
     from transformers import Blip2ForConditionalGeneration
 
-    from idc_toolkit.evaluators.adapters import check_adapter, read_adapter
+    from idc_toolkit.models.adapters import check_adapter, read_adapter
 
     base = ["--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu"]
     assert eval_main(["--model", "blip2idc", *base, "--adapter", str(tmp_path / "nope"), "--out", str(tmp_path / "a")]) == 1

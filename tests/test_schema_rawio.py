@@ -3,7 +3,7 @@ import pytest
 from datasets import ClassLabel, Image, Value
 
 from idc_toolkit.errors import BadImageError, RawFormatError
-from idc_toolkit.rawio import check_image_bytes, read_json, sniff_image_format
+from idc_toolkit.building.rawio import check_image_bytes, read_json, sniff_image_format
 from idc_toolkit.schema import ENTITY_FEATURES, MASK_FEATURES, add_columns, category_names, pair_features, validate_features
 
 from conftest import image_bytes

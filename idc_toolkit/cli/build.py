@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from ..errors import IDCError
+from . import common
 
 
 def parse_size(text: str) -> int:
@@ -19,17 +19,15 @@ def parse_size(text: str) -> int:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="idc-build",
-        description="Build an image-difference-captioning dataset from its original raw release.",
-    )
+    p = common.parser("idc-build", "Build an image-difference-captioning dataset from its original raw release.")
     p.add_argument("name", nargs="?", help="dataset builder (see --list)")
     p.add_argument("--list", action="store_true", help="list the builders and exit")
     p.add_argument("--raw", help="folder of the raw release")
     p.add_argument("--out", help="output folder (parquet shards, README.md card, build_report.json)")
     p.add_argument("--strict", action="store_true", help="fail on the first skipped or repaired record")
     p.add_argument("--overwrite", action="store_true", help="replace an output folder that holds another build")
-    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="parquet shard size (default 500MB)")
+    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="largest parquet shard")
+    p.add_argument("--rows-per-part", type=int, default=2000, help="records per part (the resume unit)")
     p.add_argument("--verify-images", choices=["fast", "full"], default="fast",
                    help="fast: structural checks without decoding; full: decode every image")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="builder option (repeatable)")
@@ -39,6 +37,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    common.setup_logging(args)
     from ..builders import BUILDERS
 
     if args.list:
@@ -47,27 +46,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.name or not args.raw or not args.out:
         make_parser().error("NAME, --raw and --out are required (or --list)")
-    from ..build import build_dataset, make_builder
-
     try:
         overrides = dict(kv.split("=", 1) for kv in args.config)
     except ValueError:
         print("idc-build: error: --config takes KEY=VALUE", file=sys.stderr)
         return 2
-    try:
-        builder = make_builder(args.name, args.raw, overrides)
-        result = build_dataset(
-            builder,
-            args.out,
-            strict=args.strict,
-            overwrite=args.overwrite,
-            max_shard_bytes=args.max_shard_size,
-            verify_images=args.verify_images,
-            progress=not args.no_progress,
-        )
-    except IDCError as exc:
-        print(f"idc-build: error: {exc}", file=sys.stderr)
-        return 1
+    return common.run("idc-build", lambda: _build(args, overrides))
+
+
+def _build(args, overrides: dict[str, str]) -> int:
+    from ..building import build_dataset, make_builder
+
+    builder = make_builder(args.name, args.raw, overrides)
+    result = build_dataset(builder, args.out, strict=args.strict, overwrite=args.overwrite,
+                           max_shard_bytes=args.max_shard_size, rows_per_part=args.rows_per_part,
+                           verify_images=args.verify_images, progress=not args.no_progress)
     if result.already_built:
         print(f"{args.out} already holds this build; nothing to do (use --overwrite to rebuild)")
     else:

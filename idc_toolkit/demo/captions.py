@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..schema import CLEVR_CATEGORIES as CATEGORIES
 from .generator import CHANGE_TEMPLATES, COLORS, MATERIALS, NO_CHANGE_TEMPLATES, SHAPE_WORDS, SIZES
-
-CATEGORIES = ("color", "material", "add", "drop", "move", "distractor")
 
 
 def _fill(template: str, rng: np.random.Generator) -> str:

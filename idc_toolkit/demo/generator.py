@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageEnhance
 
+from ..schema import CLEVR_CATEGORIES
+
 COLORS = {
     "red": (173, 35, 35),
     "blue": (42, 75, 215),
@@ -38,7 +40,7 @@ SHAPES = ("circle", "square", "triangle")
 SHAPE_WORDS = {"circle": "sphere", "square": "cube", "triangle": "cone"}
 MATERIALS = ("rubber", "metal")
 SIZES = {"small": 9, "large": 14}
-CHANGE_TYPES = ("color", "material", "add", "drop", "move")
+CHANGE_TYPES = CLEVR_CATEGORIES[:-1]  # every category but "distractor"
 
 CHANGE_TEMPLATES = {
     "color": [

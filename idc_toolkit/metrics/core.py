@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import EvaluationError
 from .bleu import BleuCache
 from .cider import CiderCache
-from .java import ptb_tokenize
+from .tokenizer import ptb_tokenize
 from .meteor import MeteorProcess, aggregate_statistics, stats_line
 from .rouge import rouge_scores
 from .spice import run_spice, spice_jar_dir

@@ -21,7 +21,7 @@ import threading
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
-from .java import java_executable, pycocoevalcap_dir
+from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
 

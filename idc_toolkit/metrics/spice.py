@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .java import java_executable, pycocoevalcap_dir
+from .tokenizer import java_executable, pycocoevalcap_dir
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
 ADD_OPENS = [

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .adapters import apply_adapter
-from .blip2idc import ensure_image_token, resolve_dtype
+from .base import Runner, ensure_image_token, resolve_dtype
 
 PROMPT = "Describe the difference between the two images."
 
@@ -56,12 +56,21 @@ def _pair_encoder_class():
     return PairVisionEncoder
 
 
-class DavirRunner:
+class DavirRunner(Runner):
     name = "davir"
+    summary = "DAVIR: InstructBLIP + LoRA prompted with change entities (our reading of the paper)"
     required_columns = ("pair_id", "before", "after", "entities")
 
-    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, dataset_name: Optional[str] = None,
-                 max_new_tokens: int = 77, revision: Optional[str] = None, num_entities: int = 1,
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--num-entities", type=int, default=1,
+                           help="davir: entities in the prompt (default: %(default)s, the paper's best)")
+        group.add_argument("--save-attention", metavar="DIR",
+                           help="davir: save final-layer CLS-to-patch attention maps over both images (Fig. 4 style)")
+        group.add_argument("--max-new-tokens", type=int, default=77, help="greedy decoding length (default: %(default)s)")
+
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
+                 revision: Optional[str] = None, max_new_tokens: int = 77, num_entities: int = 1,
                  save_attention: Optional[str] = None, **_: Any):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from .errors import RawFormatError
+from ..errors import RawFormatError
 
 
 def find_split_files(raw_dir: Path, release_splits: Sequence[str], layout: str) -> dict[str, list[Path]]:

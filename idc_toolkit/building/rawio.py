@@ -22,7 +22,7 @@ from typing import Any
 
 from PIL import Image as PILImage
 
-from .errors import BadImageError, RawFormatError
+from ..errors import BadImageError, RawFormatError
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "PNG"),

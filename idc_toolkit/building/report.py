@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from .errors import BuildError
+from ..errors import BuildError
 
 SKIPPED = "skipped"
 REPAIRED = "repaired"

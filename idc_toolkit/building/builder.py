@@ -4,7 +4,7 @@ A builder module (``builders/<name>.py``) declares a dataclass config, its card 
 one :class:`PairBuilder` subclass that turns the ORIGINAL raw release into
 :class:`~idc_toolkit.schema.PairRecord` objects per split. Reading images, checking them,
 sharding, the dataset card, the report and resuming are the pipeline's job
-(:mod:`idc_toolkit.build`), so a builder stays a small file about one format.
+(:mod:`idc_toolkit.building.pipeline`), so a builder stays a small file about one format.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 
 from datasets import Features
 
-from .errors import BuildError, RawFormatError
+from ..errors import BuildError, RawFormatError
 from .rawio import read_json
 from .report import BuildReport
-from .schema import PairRecord, pair_features
+from ..schema import PairRecord, pair_features
+
+
+PAIR_STYLES = ("scene", "edit")
 
 
 @dataclass
@@ -62,6 +65,11 @@ class CardMeta:
     citation: str
     category_note: str = ""
     task_categories: tuple[str, ...] = ("image-to-text",)
+    task_ids: tuple[str, ...] = ("image-captioning",)
+    #: the Hub's ``source_datasets`` (``original``: built from the release itself)
+    source_datasets: tuple[str, ...] = ("original",)
+    #: the card's "Personal and sensitive information" section; empty: nothing to declare
+    personal_info: str = ""
 
 
 class PairBuilder:
@@ -71,6 +79,10 @@ class PairBuilder:
     config_class: ClassVar[type[BuilderConfig]] = BuilderConfig
     card: ClassVar[CardMeta]
     categories: ClassVar[Optional[tuple[str, ...]]] = None
+    #: ``scene``: two photographs of one scene (Spot-the-Diff, CLEVR, LEVIR-CC); ``edit``: an
+    #: image and its edited version, possibly of another size (IER, Emu Edit, Syned,
+    #: MagicBrush). Consumers read it from the card (BLIP2IDC resizes and blurs edit pairs).
+    pair_style: ClassVar[str] = "scene"
     extra_features: ClassVar[dict[str, Any]] = {}
     #: release split name -> toolkit split name (train / validation / test)
     split_map: ClassVar[dict[str, str]] = {"train": "train", "val": "validation", "test": "test"}
@@ -86,6 +98,18 @@ class PairBuilder:
     # -- what the pipeline asks ------------------------------------------------------------
     def features(self) -> Features:
         return pair_features(self.categories, self.extra_features)
+
+    def facts(self) -> dict[str, Any]:
+        """What consumers need to know about this dataset, recorded in its card's YAML so a
+        local folder, a Hub copy and a dataset derived from it are treated the same."""
+        from ..schema import CATEGORY, NO_CHANGE_CATEGORIES, SPLITS, category_names
+
+        names = category_names(self.features()) if CATEGORY in self.features() else None
+        if self.pair_style not in PAIR_STYLES:
+            raise ValueError(f"{self.name}: pair_style must be one of {PAIR_STYLES}")
+        return {"builder": self.name, "pair_style": self.pair_style, "categories": names,
+                "no_change_categories": sorted(NO_CHANGE_CATEGORIES & set(names or ())),
+                "splits": [s for s in SPLITS if s in self.split_names()]}
 
     def split_names(self) -> list[str]:
         return list(dict.fromkeys(self.split_map.values()))

@@ -21,19 +21,10 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from .errors import IDCError
+from ..devices import resolve_device
+from ..errors import IDCError
 
 SAM_TYPES = ("vit_h", "vit_l", "vit_b", "tiny")
-
-
-def resolve_device(device: str = "auto") -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise IDCError(f"--device {device} was asked for, but CUDA is not available on this machine")
-    return device
 
 
 def build_tiny_sam():
@@ -55,15 +46,20 @@ def build_tiny_sam():
     )
 
 
+def check_sam_arguments(checkpoint: Path | str, sam_type: str) -> None:
+    """Fail before any work on an unknown architecture or a missing checkpoint file."""
+    if sam_type not in SAM_TYPES:
+        raise IDCError(f"unknown --sam-type {sam_type!r}; choose one of {', '.join(SAM_TYPES)}")
+    if not Path(checkpoint).is_file():
+        raise IDCError(f"SAM checkpoint not found: {checkpoint}")
+
+
 def load_sam(checkpoint: Path | str, sam_type: str, device: str = "auto"):
     """A Sam model from a checkpoint file, on ``device``; clear errors before any work."""
     import torch
 
     path = Path(checkpoint)
-    if sam_type not in SAM_TYPES:
-        raise IDCError(f"unknown --sam-type {sam_type!r}; choose one of {', '.join(SAM_TYPES)}")
-    if not path.is_file():
-        raise IDCError(f"SAM checkpoint not found: {path}")
+    check_sam_arguments(path, sam_type)
     device = resolve_device(device)
     if sam_type == "tiny":
         model = build_tiny_sam()

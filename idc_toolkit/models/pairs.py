@@ -6,10 +6,6 @@ import hashlib
 
 from PIL import Image
 
-#: datasets whose before image BLIP2IDC resizes to the after image's size and blurs
-RESIZE_BLUR_DATASETS = frozenset({"ier", "emu_edit", "syned", "magicbrush"})
-
-
 def pair_seed(pair_id: str) -> int:
     return int.from_bytes(hashlib.sha256(pair_id.encode()).digest()[:4], "little")
 
@@ -17,7 +13,8 @@ def pair_seed(pair_id: str) -> int:
 def stacked_pair(before: Image.Image, after: Image.Image, resize_blur: bool = False, pair_id: str = "") -> Image.Image:
     """BLIP2IDC's input: the before image on top, the after image below, on one canvas.
 
-    For IER and Emu Edit / Syned (``resize_blur``) BLIP2IDC first resizes the before image to
+    For edit-style pairs (``resize_blur``: IER, Emu Edit, Syned, MagicBrush; the dataset
+    card's ``pair_style``) BLIP2IDC first resizes the before image to
     the after image's size (bicubic) and blurs the pair with torchvision's
     ``GaussianBlur(3, sigma=(0.1, 0.5))``, which draws sigma at random on every call; here
     sigma is drawn from the same range with a seed derived from the pair id, so a rerun

@@ -101,7 +101,7 @@ class Paraphraser:
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         if self.tokenizer.chat_template is None:
-            from .errors import IDCError
+            from ..errors import IDCError
 
             raise IDCError(f"paraphraser {model_path}: its tokenizer has no chat template")
         self.model = AutoModelForCausalLM.from_pretrained(model_path).to(device).eval()

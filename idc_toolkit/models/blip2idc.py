@@ -1,8 +1,8 @@
 """BLIP2IDC (Evennou et al., WACV 2025): BLIP-2 OPT + LoRA on the stacked pair.
 
 Faithful to the paper's code: one image with the before image on top and the after image
-below (:func:`~idc_toolkit.evaluators.pairs.stacked_pair`, resize + blur for IER and Emu
-Edit / Syned), the stock BLIP-2 processor, no text prompt, greedy decoding with
+below (:func:`~idc_toolkit.models.pairs.stacked_pair`; resize + blur for edit-style pairs,
+as the dataset card's ``pair_style`` says, or ``--pair-style``), the stock BLIP-2 processor, no text prompt, greedy decoding with
 ``max_new_tokens=77``. The paper's base is ``Salesforce/blip2-opt-2.7b`` at revision
 ``51572668da0eb669e01a189dc22abe6088589a24``, whose config predates ``image_token_index``:
 it is set here (adding ``<image>`` to the tokenizer if needed). BLIP2IDC's evaluation
@@ -14,41 +14,35 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..errors import IDCError
 from .adapters import apply_adapter
-from .pairs import RESIZE_BLUR_DATASETS, stacked_pair
+from .base import Runner, ensure_image_token, resolve_dtype
+from .pairs import stacked_pair
 
 BASE_MODEL = "Salesforce/blip2-opt-2.7b"
 BASE_REVISION = "51572668da0eb669e01a189dc22abe6088589a24"
 
 
-def resolve_dtype(dtype: str, device: str):
-    import torch
-
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-
-
-def ensure_image_token(model, processor) -> None:
-    """transformers 5 builds BLIP-2 generation inputs from ``config.image_token_index``."""
-    tok = processor.tokenizer
-    if getattr(model.config, "image_token_index", None) is None:
-        if "<image>" not in tok.get_vocab():
-            tok.add_tokens(["<image>"], special_tokens=True)
-            model.resize_token_embeddings(len(tok))
-        model.config.image_token_index = tok.convert_tokens_to_ids("<image>")
-    if getattr(processor, "num_query_tokens", None) is None:
-        processor.num_query_tokens = model.config.num_query_tokens
-
-
-class Blip2IDCRunner:
+class Blip2IDCRunner(Runner):
     name = "blip2idc"
-    required_columns = ("pair_id", "before", "after")
+    summary = "BLIP2IDC (WACV 2025): BLIP-2 OPT + LoRA on the stacked pair"
 
-    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, dataset_name: Optional[str] = None,
-                 max_new_tokens: int = 77, revision: Optional[str] = None, **_: Any):
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--pair-style", choices=["scene", "edit"],
+                           help="blip2idc: override the dataset card's pair style (edit pairs are resized and blurred; "
+                                "default: the card's)")
+        group.add_argument("--max-new-tokens", type=int, default=77, help="greedy decoding length (default: %(default)s)")
+
+    @classmethod
+    def check_dataset(cls, columns, facts, options, where) -> None:
+        super().check_dataset(columns, facts, options, where)
+        if not options.get("pair_style") and facts.get("pair_style") not in ("scene", "edit"):
+            raise IDCError(f"{where}: its card records no pair style (scene or edit), which decides BLIP2IDC's "
+                           "resize + blur; pass --pair-style scene|edit")
+
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
+                 revision: Optional[str] = None, max_new_tokens: int = 77, pair_style: Optional[str] = None, **_: Any):
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
         kwargs = {"revision": revision} if revision else {}
@@ -60,7 +54,7 @@ class Blip2IDCRunner:
         if adapter:
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
-        self.resize_blur = dataset_name in RESIZE_BLUR_DATASETS
+        self.resize_blur = (pair_style or facts.get("pair_style")) == "edit"
         self.max_new_tokens = max_new_tokens
         self.describe = {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": str(self.dtype),
                          "preprocess": "stacked pair" + (" + resize/blur" if self.resize_blur else ""),

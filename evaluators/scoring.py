@@ -1,0 +1,109 @@
+"""Scoring as functions: what ``idc-eval --predictions`` and ``idc-eval compare`` do, callable
+from Python with the same numbers and the same files."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from idc_toolkit.errors import EvaluationError
+
+from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
+
+log = logging.getLogger(__name__)
+Predictions = Union[str, Path, Mapping[str, str]]
+
+
+def load_references(dataset: Optional[str] = None, split: str = "test", references: Optional[str] = None,
+                    categories: Optional[str] = None, id_column: str = "pair_id") -> References:
+    """References from a dataset (its ``captions``/``category``) or a coco-caption file."""
+    if (dataset is None) == (references is None):
+        raise EvaluationError("give exactly one of dataset= and references=")
+    if dataset is not None:
+        return load_references_dataset(dataset, split, id_column)
+    return load_references_coco(references, categories)
+
+
+def _predictions(predictions: Predictions) -> dict[str, str]:
+    if isinstance(predictions, Mapping):
+        return {str(k): v for k, v in predictions.items()}
+    return load_predictions(predictions)
+
+
+@dataclass
+class Evaluation:
+    metrics: dict[str, Any]  # what metrics.json holds
+    result: Any  # the ScoreResult (per-pair arrays, groups), for tables and charts
+
+
+def evaluate_predictions(predictions: Predictions, **options: Any) -> dict[str, Any]:
+    """Score ``predictions`` (a file or ``{pair_id: caption}``); returns what ``metrics.json``
+    holds and, with ``out=``, writes the same files as ``idc-eval --predictions``. Options
+    are those of :func:`evaluate`."""
+    return evaluate(predictions, **options).metrics
+
+
+def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: str = "test",
+                         references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
+                         out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
+                         allow_missing: bool = False, drop_empty_references: bool = False, breakdown: bool = True,
+                         bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None) -> Evaluation:
+    """Score ``predictions`` against a dataset split or a coco reference file."""
+    from idc_toolkit.metrics.core import score_groups
+
+    from .outputs import build_meta, metrics_dict, write_outputs
+
+    refs = load_references(dataset, split, references, categories, id_column)
+    prep = prepare(_predictions(predictions), refs, allow_missing=allow_missing,
+                   drop_empty_references=drop_empty_references, breakdown=breakdown)
+    for w in prep.warnings:
+        log.warning("warning: %s", w)
+    result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed)
+    if result.spice_status not in ("ok", "not requested"):
+        log.warning("warning: %s", result.spice_status)
+    source = str(predictions) if not isinstance(predictions, Mapping) else "<in memory>"
+    meta = build_meta(result, refs.source, refs.fingerprint,
+                      {"predictions": source, "n_missing": prep.n_missing, "bootstrap": bootstrap})
+    if out is None:
+        return Evaluation(metrics_dict(result, meta, prep.warnings), result)
+    return Evaluation(write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta,
+                                    prep.warnings), result)
+
+
+def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = None, split: str = "test",
+                    references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
+                    out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
+                    allow_missing: bool = False, drop_empty_references: bool = False, bootstrap: int = 1000,
+                    seed: int = 0, spice_jars: Optional[str] = None) -> dict[str, Any]:
+    """The paired bootstrap test of two systems on the same pairs (Koehn 2004)."""
+    from idc_toolkit.metrics.bootstrap import paired_test
+    from idc_toolkit.metrics.core import build_cache, resolve_families
+
+    refs = load_references(dataset, split, references, categories, id_column)
+    preps = [prepare(_predictions(p), refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
+                     breakdown=False) for p in (a, b)]
+    if list(preps[0].references) != list(preps[1].references):
+        raise EvaluationError("A and B do not cover the same pairs; a paired test needs the same pairs")
+    families = tuple(f for f in resolve_families(metrics) if f != "SPICE" or spice_jars)
+    caches, meteors = [], []
+    try:
+        for prep in preps:
+            cache, meteor, _ = build_cache(prep.hypotheses, prep.references, families, spice_jars)
+            caches.append(cache)
+            meteors.append(meteor)
+        idx = list(range(len(caches[0].ids)))
+        result = paired_test(caches[0], caches[1], meteors[0], meteors[1], idx, bootstrap, seed)
+    finally:
+        for m in meteors:
+            if m is not None:
+                m.close()
+    report = {"a": str(a) if not isinstance(a, Mapping) else "<in memory>",
+              "b": str(b) if not isinstance(b, Mapping) else "<in memory>",
+              "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report

@@ -1,0 +1,77 @@
+"""What every console script shares: --version, -v/-q logging, and one-line errors.
+
+Every CLI's ``main`` runs its work through :func:`run`, so bad input, a missing optional
+dependency and Ctrl-C end in one line naming the cause (never a traceback), and the exit
+code says which: 1 error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Callable
+
+from .. import __version__
+from ..errors import IDCError
+
+#: the extra that provides each optional top-level module
+EXTRAS = {
+    "torch": "models", "torchvision": "models", "transformers": "models", "diffusers": "models", "peft": "models",
+    "accelerate": "models", "open_clip": "models", "segment_anything": "models", "sklearn": "models",
+    "spacy": "models", "safetensors": "models", "tokenizers": "models", "ray": "distributed",
+}
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every default (``(default: ...)``) without repeating it where help already does."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
+    add_common(p)
+    return p
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--version", action="version", version=f"%(prog)s (idc-toolkit) {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    level = logging.WARNING if getattr(args, "quiet", False) else logging.INFO
+    if getattr(args, "verbose", 0) >= 2:
+        level = logging.DEBUG
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr, force=True)
+    for noisy in ("httpx", "urllib3", "filelock", "datasets", "huggingface_hub", "ray"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str:
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra:
+        return f"{top} is not installed; install the extra: pip install 'idc-toolkit[{extra}]'"
+    return f"missing module {exc.name!r}: {exc}"
+
+
+def run(prog: str, work: Callable[[], int]) -> int:
+    """Run ``work`` with the toolkit's error contract (see the module docstring)."""
+    try:
+        return work() or 0
+    except IDCError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as exc:
+        print(f"{prog}: error: {missing_extra(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130

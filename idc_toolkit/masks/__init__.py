@@ -1,0 +1,12 @@
+"""Change masks: where two images differ.
+
+* :mod:`.diff` — relighting, camera-shift alignment, exact grid DBSCAN, cluster regions;
+* :mod:`.sam` — Segment Anything refinement of the clusters (DAVIR §3.2);
+* :mod:`.column` — ``idc-precompute masks``: the mask columns of a dataset, on the run engine;
+* :mod:`.fac` — DAVIR's soft patch mask (eq. 6) and attention loss, for training.
+"""
+
+from .column import MaskColumns, add_change_masks
+from .diff import ChangeMask, MaskParams, compute_change_mask
+
+__all__ = ["MaskColumns", "add_change_masks", "ChangeMask", "MaskParams", "compute_change_mask"]

@@ -1,0 +1,77 @@
+"""The base of every checkpoint runner of ``idc-eval --model`` (and ``idc-train``).
+
+A runner module defines one :class:`Runner` subclass: its name, the dataset columns it
+needs, its own command-line options (:meth:`Runner.add_arguments`, shown by
+``idc-eval --model NAME --help``), how it loads a base model + adapter, and how it captions a
+batch of decoded pairs. Registering it is one line in :mod:`.registry`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, ClassVar, Optional
+
+
+class Runner:
+    name: ClassVar[str]
+    #: one line for ``idc-eval --help``
+    summary: ClassVar[str] = ""
+    required_columns: ClassVar[tuple[str, ...]] = ("pair_id", "before", "after")
+    #: runner-specific options (dest -> default), filled by :meth:`add_arguments`
+    describe: dict[str, Any]
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """Add this runner's own options (none by default)."""
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """The ``dest`` names of the options :meth:`add_arguments` adds."""
+        probe = argparse.ArgumentParser(add_help=False)
+        cls.add_arguments(probe.add_argument_group())
+        return [a.dest for a in probe._actions]
+
+    @classmethod
+    def options(cls, args: argparse.Namespace) -> dict[str, Any]:
+        """This runner's options from parsed arguments."""
+        return {name: getattr(args, name) for name in cls.option_names() if hasattr(args, name)}
+
+    @classmethod
+    def check_dataset(cls, columns: list[str], facts: dict[str, Any], options: dict[str, Any], where: str) -> None:
+        """Fail before any model is loaded when the dataset cannot be run (missing columns, ...)."""
+        from ..errors import IDCError
+
+        missing = [c for c in cls.required_columns if c not in columns]
+        if missing:
+            raise IDCError(f"{where} has no {', '.join(missing)} column(s), which {cls.name} needs"
+                           + ("; run idc-precompute entities first" if "entities" in missing else ""))
+
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
+                 revision: Optional[str] = None, **options: Any):
+        raise NotImplementedError
+
+    def generate(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Captions of a batch of pairs (``before``/``after`` decoded PIL images)."""
+        raise NotImplementedError
+
+
+def resolve_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def ensure_image_token(model, processor) -> None:
+    """transformers 5 builds BLIP-2 / InstructBLIP inputs from ``config.image_token_index``."""
+    tok = processor.tokenizer
+    if getattr(model.config, "image_token_index", None) is None:
+        if "<image>" not in tok.get_vocab():
+            tok.add_tokens(["<image>"], special_tokens=True)
+            model.resize_token_embeddings(len(tok))
+        model.config.image_token_index = tok.convert_tokens_to_ids("<image>")
+    if getattr(processor, "num_query_tokens", None) is None:
+        processor.num_query_tokens = model.config.num_query_tokens

@@ -1,0 +1,106 @@
+"""Running a checkpoint over a dataset split on the run engine: batched, resumable, data-parallel.
+
+The run engine (:mod:`idc_toolkit.runs`) owns ``--out``: captions are written in parts of
+``rows_per_part`` pairs (``.idc_run/parts/``), a rerun with the same fingerprint (model,
+revision, content hashes of local weights and adapter, options, dataset fingerprint,
+split, limit, toolkit version) continues after the last finished part, one with another
+fingerprint is refused naming what differs (``--overwrite`` replaces). When every part is
+there, ``predictions.jsonl`` is written in dataset order, with ``model.json``.
+
+Several GPUs: launch the same command under ``torchrun --nproc-per-node N`` (or
+``accelerate launch``): ``torch.distributed`` splits the parts between ranks, a barrier
+waits for all of them, and rank 0 assembles the same file one process would write.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import IDCError
+from ..runs import PartOutput, RunFolder, dist_info, open_split, path_content, run_job
+from ..runs.engine import barrier
+from ..runs.rows import ListRows, decode_image
+
+PREDICTIONS = "predictions.jsonl"
+OWNED = (PREDICTIONS, "model.json", "metrics.json", "metrics.md", "per_pair.csv", "by_category.png")
+
+
+class GenerationTask:
+    """The engine's per-batch function: the runner's captions of a batch of pairs. The runner
+    is built in :meth:`setup` (once per process, rank or Ray actor)."""
+
+    def __init__(self, runner_cls, runner_kwargs: dict[str, Any], batch_size: int):
+        from datasets import Features, Value
+
+        self.runner_cls, self.runner_kwargs, self.batch_size = runner_cls, runner_kwargs, batch_size
+        self.features = Features({"pair_id": Value("string"), "caption": Value("string")})
+        self.runner = None
+
+    def setup(self, device: str) -> None:
+        if self.runner is None:
+            self.runner = self.runner_cls(device=device, **self.runner_kwargs)
+
+    def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
+        decoded = [{**r, "before": decode_image(r["before"]), "after": decode_image(r["after"])} for r in rows]
+        captions = self.runner.generate(decoded)
+        return PartOutput([{"pair_id": str(r["pair_id"]), "caption": c} for r, c in zip(rows, captions)])
+
+
+def model_fields(model: str, base_model: str, adapter: Optional[str], revision: Optional[str], dtype: str,
+                 options: dict[str, Any]) -> dict[str, Any]:
+    """What a model's captions depend on: names, revision, content hashes, dtype, options."""
+    return {"model": model, "base_model": base_model, "revision": revision, "base_model_sha256": path_content(base_model),
+            "adapter": adapter, "adapter_sha256": path_content(adapter), "dtype": dtype,
+            **{k: v for k, v in options.items() if k != "save_attention"}}
+
+
+def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str], dataset: str, split: str, out_dir: Path,
+                         device: str = "cpu", dtype: str = "auto", revision: Optional[str] = None,
+                         options: Optional[dict[str, Any]] = None, batch_size: int = 8, limit: Optional[int] = None,
+                         overwrite: bool = False, progress: bool = True, engine: str = "local",
+                         rows_per_part: Optional[int] = None, **engine_options: Any) -> Path:
+    """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
+    from .. import __version__
+    from ..cards import dataset_facts
+
+    options = dict(options or {})
+    rows, features, fp = open_split(dataset, split)
+    facts = dataset_facts(dataset)
+    runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
+    if limit is not None:
+        rows = ListRows(rows.read(0, min(limit, len(rows))))
+    fields = {"input": fp, "split": split, "limit": limit, "facts": facts, "toolkit": __version__,
+              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options)}
+    folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False).open(overwrite)
+    final = Path(out_dir) / PREDICTIONS
+    if folder.complete:
+        return final
+    kwargs = {"base_model": base_model, "adapter": adapter, "dtype": dtype, "facts": facts, "revision": revision, **options}
+    task = GenerationTask(runner_cls, kwargs, batch_size)
+    outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, engine=engine,
+                      device=device, progress=progress, desc=runner_cls.name, **engine_options)
+    if outcome.complete and outcome.is_main:
+        def stage(stage_dir: Path) -> None:
+            import pyarrow.parquet as pq
+
+            with (stage_dir / PREDICTIONS).open("w", encoding="utf-8") as fh:
+                parts = folder.done_parts(split)
+                for k in sorted(parts):
+                    if parts[k]["file"]:
+                        for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
+                            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            describe = task.runner.describe if task.runner is not None else {}
+            (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
+                                                             default=str) + "\n")
+
+        folder.finalise(stage, order=("model.json", PREDICTIONS))
+    barrier()
+    if not outcome.complete:
+        raise IDCError(f"{out_dir}: {outcome.parts_total - outcome.parts_written} part(s) missing; rerun to finish")
+    return final
+
+
+def is_main_process() -> bool:
+    return dist_info()[0] == 0

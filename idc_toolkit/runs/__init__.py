@@ -1,0 +1,19 @@
+"""The run engine: every long job's output folder, resume, sharding, ranks and Ray.
+
+* :mod:`.fingerprint` — what an output depends on, and which fields changed;
+* :mod:`.folder` — the folder: fingerprint check, locks, parts, atomic finalisation;
+* :mod:`.rows` — row sources addressable by range, the part grid, ``--shard i/n``;
+* :mod:`.engine` — one process, torch.distributed ranks, or Ray actors over the parts;
+* :mod:`.parquet` — parquet options and the assembly of parts into Hub-layout shards;
+* :mod:`.columns` — the column pass (a dataset in, the same dataset with new columns out).
+"""
+
+from .columns import PassResult, run_column_pass
+from .engine import PartOutput, RowTask, dist_info, run_job
+from .fingerprint import digest, listing_fingerprint, path_content
+from .folder import RunFolder
+from .parquet import assemble
+from .rows import open_split, parse_shard
+
+__all__ = ["PassResult", "run_column_pass", "PartOutput", "RowTask", "dist_info", "run_job", "digest",
+           "listing_fingerprint", "path_content", "RunFolder", "assemble", "open_split", "parse_shard"]

@@ -1,0 +1,131 @@
+"""Column passes: a dataset in, the same dataset with new columns out (masks, entities).
+
+A capability gives its per-batch function (a :class:`~.engine.RowTask` returning the new
+columns of each row), the new features, its parameters and a card section; this module
+opens every split of the source (a local folder or a Hub id), fingerprints the run
+(input fingerprints, parameters, model hashes, toolkit version), runs the job on the
+chosen engine and, when the last part is written, assembles the folder and its card.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from .. import __version__
+from ..errors import RunError
+from ..schema import add_columns, validate_features
+from .engine import PartOutput, run_job
+from .folder import RunFolder
+from .parquet import DEFAULT_MAX_SHARD_BYTES, assemble
+from .rows import RowSource, open_split
+
+DEFAULT_ROWS_PER_PART = 500
+
+
+@dataclass
+class PassResult:
+    out_dir: Path
+    parts_written: int
+    parts_total: int
+    complete: bool
+    already_done: bool = False
+
+
+def source_splits(dataset: str | Path) -> list[str]:
+    """Split names of a local folder (from its card, else its files) or a Hub dataset."""
+    folder = Path(dataset)
+    if folder.is_dir():
+        from ..cards import read_card_data
+
+        data = read_card_data(folder)
+        for config in data.get("configs") or []:
+            if config.get("config_name", "default") == "default":
+                return [f["split"] for f in config.get("data_files", []) if isinstance(f, dict) and "split" in f]
+        names = sorted({p.name.split("-")[0] for p in (folder / "data").glob("*.parquet")})
+        if not names:
+            raise RunError(f"{folder}: no data/*.parquet files; is this a folder written by idc-build?")
+        return names
+    from .rows import check_hub_repo
+
+    check_hub_repo(str(dataset), "dataset", "--dataset")
+    from datasets import get_dataset_split_names
+
+    return list(get_dataset_split_names(str(dataset)))
+
+
+class ColumnTask:
+    """Wraps a function computing new columns into a task returning whole rows."""
+
+    def __init__(self, compute, features, batch_size: int):
+        self.compute, self.features, self.batch_size = compute, features, batch_size
+
+    def setup(self, device: str) -> None:
+        setup = getattr(self.compute, "setup", None)
+        if setup is not None:
+            setup(device)
+
+    def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
+        new = self.compute(rows)
+        if len(new) != len(rows):
+            raise RunError(f"internal: {type(self.compute).__name__} returned {len(new)} rows for {len(rows)}")
+        for row, cols in zip(rows, new):
+            row.update(cols)
+        return PartOutput(rows)
+
+
+def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute, new_features: Mapping[str, Any],
+                    params: Mapping[str, Any], card_section: str, splits: Optional[list[str]] = None,
+                    extra_files: Optional[Mapping[str, str]] = None, shard: tuple[int, int] = (0, 1),
+                    engine: str = "local", device: str = "cpu", overwrite: bool = False, progress: bool = True,
+                    rows_per_part: int = DEFAULT_ROWS_PER_PART, batch_size: int = 16,
+                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, ray_address: Optional[str] = None,
+                    ray_actors: Optional[int] = None, ray_gpus_per_actor: float = 0.0) -> PassResult:
+    """Add ``new_features`` computed by ``compute(rows) -> [new columns per row]`` to every split.
+
+    ``compute`` may have ``setup(device)`` to load its models once per process or Ray actor;
+    it must be picklable for ``engine="ray"`` (load models in ``setup``, not ``__init__``).
+    ``params`` are the pass's settings, recorded in the fingerprint and in the card.
+    """
+    src, out = str(dataset), Path(out)
+    if Path(src).exists() and Path(src).resolve() == out.resolve():
+        raise RunError("--out must differ from --dataset (the source is read while the new folder is written)")
+    splits = splits or source_splits(src)
+    sources: dict[str, RowSource] = {}
+    fingerprints: dict[str, str] = {}
+    features = None
+    for split in splits:
+        rows, split_features, fp = open_split(src, split)
+        validate_features(split_features)
+        sources[split], fingerprints[split] = rows, fp
+        features = features or split_features
+    out_features = add_columns(features, new_features)
+    fields = {"input": fingerprints, **params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
+              "toolkit": __version__}
+    owned = ("data", "README.md", "build_report.json", *(extra_files or {}))
+    folder = RunFolder(out, kind, fields, owned=owned).open(overwrite)
+    if folder.complete:
+        return PassResult(out, 0, 0, complete=True, already_done=True)
+    outcome = run_job(folder, sources, ColumnTask(compute, out_features, batch_size), rows_per_part=rows_per_part, job=shard,
+                      engine=engine, device=device, progress=progress, ray_address=ray_address, ray_actors=ray_actors,
+                      ray_gpus_per_actor=ray_gpus_per_actor, desc=kind)
+    if outcome.complete and outcome.is_main:
+        def stage(final: Path) -> None:
+            from ..cards import write_pass_card
+
+            summaries = assemble(folder, splits, out_features, final, max_shard_bytes)
+            for name, text in (extra_files or {}).items():
+                (final / name).write_text(text, encoding="utf-8")
+            local = Path(src)
+            if (local / "build_report.json").is_file():
+                (final / "build_report.json").write_bytes((local / "build_report.json").read_bytes())
+            write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, card_section,
+                            folder.record())
+
+        folder.finalise(stage)
+    from .engine import barrier
+
+    barrier()
+    return PassResult(out, outcome.parts_written, outcome.parts_total, complete=outcome.complete)
+

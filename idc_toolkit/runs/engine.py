@@ -1,0 +1,234 @@
+"""Running a per-batch function over a job's parts: one process, torch.distributed ranks, or Ray.
+
+A capability (build, masks, entities, augmentation, generation) hands the engine a
+:class:`RowTask`: its output ``features``, a ``batch_size``, ``setup(device)`` to load its
+models once per process (or Ray actor), and ``__call__(split, rows, start)`` returning the
+output rows of one batch of source rows plus JSON statistics. The engine owns everything
+else: which parts this job (``--shard i/n``), this rank (``torchrun``) or this actor (Ray)
+writes, writing them atomically, skipping finished ones, progress, the barrier.
+
+Engines write the same parts (:mod:`.rows`), so their folders are byte-identical:
+
+* ``local``: this process; under ``torchrun`` / ``accelerate launch`` (``WORLD_SIZE`` > 1)
+  every rank takes a contiguous block of the job's parts, ``torch.distributed`` is
+  initialised (gloo on CPU, NCCL on CUDA) and a real barrier ends the job.
+* ``ray``: the job's missing parts become a ``ray.data`` dataset mapped by a pool of actors
+  (``map_batches`` with ``concurrency`` actors and ``num_gpus`` each); each actor builds the
+  task once and writes its parts straight into the run folder, which must be on storage all
+  nodes see. ``ray_address`` joins a cluster; none starts a local instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+from tqdm.auto import tqdm
+
+from ..errors import RunError
+from .folder import RunFolder, write_json_atomic
+from .rows import Part, RowSource, contiguous_block, part_grid
+
+log = logging.getLogger(__name__)
+ROWS_PER_GROUP = 100  # parquet row group, datasets' choice for image datasets
+
+
+@dataclass
+class PartOutput:
+    rows: list[dict[str, Any]]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class RowTask(Protocol):
+    features: Any  # datasets.Features of the rows it returns
+    batch_size: int
+
+    def setup(self, device: str) -> None: ...
+
+    def __call__(self, split: str, rows: list[Any], start: int) -> PartOutput: ...
+
+
+def merge_stats(total: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Lists concatenate, numbers add, dicts merge recursively."""
+    for key, value in new.items():
+        if key not in total:
+            total[key] = value if not isinstance(value, (dict, list)) else merge_stats({}, value) if isinstance(value, dict) else list(value)
+        elif isinstance(value, dict):
+            merge_stats(total[key], value)
+        elif isinstance(value, list):
+            total[key].extend(value)
+        else:
+            total[key] += value
+    return total
+
+
+def dist_info() -> tuple[int, int, int]:
+    """(rank, world size, local rank) from the torchrun / accelerate environment."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
+
+
+def init_distributed(device: str) -> None:
+    """Join the torchrun / accelerate process group (once)."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend=backend)
+
+
+def barrier() -> None:
+    if dist_info()[1] > 1:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.barrier()
+
+
+def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask) -> int:
+    """Compute and write one part (streamed batch by batch); returns its row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .parquet import column_options
+
+    schema = task.features.arrow_schema
+    folder_parts.mkdir(parents=True, exist_ok=True)
+    final = folder_parts / f"{part.index:06d}.parquet"
+    partial = final.with_name(final.name + f".{os.getpid()}.partial")
+    writer = None
+    stats: dict[str, Any] = {}
+    rows = arrow_bytes = 0
+    try:
+        for b0 in range(part.start, part.stop, max(1, task.batch_size)):
+            b1 = min(b0 + max(1, task.batch_size), part.stop)
+            out = task(part.split, source.read(b0, b1), b0)
+            merge_stats(stats, out.stats)
+            if not out.rows:
+                continue
+            table = pa.Table.from_pylist(out.rows, schema=schema)
+            if writer is None:
+                writer = pq.ParquetWriter(partial, schema, **column_options(task.features, schema))
+            writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+            rows += table.num_rows
+            arrow_bytes += table.nbytes
+        if writer is not None:
+            writer.close()
+            writer = None
+            partial.replace(final)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        partial.unlink(missing_ok=True)
+        raise
+    write_json_atomic(folder_parts / f"{part.index:06d}.json",
+                      {"start": part.start, "stop": part.stop, "rows": rows, "arrow_bytes": arrow_bytes,
+                       "file": final.name if rows else None, "stats": stats})
+    return part.stop - part.start
+
+
+@dataclass
+class JobOutcome:
+    parts_total: int
+    parts_mine: int
+    parts_written: int
+    complete: bool
+    is_main: bool
+
+
+def job_parts(folder: RunFolder, sources: dict[str, RowSource], rows_per_part: int, job: tuple[int, int]) -> tuple[list[Part], list[Part]]:
+    """(every part of the run, this job's block of them)."""
+    every = [p for split, src in sources.items() for p in part_grid(split, len(src), rows_per_part)]
+    mine = [every[k] for k in contiguous_block(len(every), job[0], job[1])]
+    return every, mine
+
+
+def _missing(folder: RunFolder, parts: list[Part]) -> list[Part]:
+    done = {split: folder.done_parts(split) for split in {p.split for p in parts}}
+    return [p for p in parts if p.index not in done[p.split]]
+
+
+def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, rows_per_part: int,
+            job: tuple[int, int] = (0, 1), engine: str = "local", device: str = "cpu", progress: bool = True,
+            ray_address: Optional[str] = None, ray_actors: Optional[int] = None, ray_gpus_per_actor: float = 0.0,
+            desc: str = "") -> JobOutcome:
+    """Write this job's missing parts (see the module docstring); says whether the run is complete."""
+    every, mine = job_parts(folder, sources, rows_per_part, job)
+    rank, world, _ = dist_info()
+    if engine not in ("local", "ray"):
+        raise RunError(f"unknown --engine {engine!r}; choose local or ray")
+    if job[1] > 1 and not mine:
+        log.warning("--shard %d/%d has no rows: the run has %d part(s) of %d rows", job[0], job[1], len(every), rows_per_part)
+    lock = folder.job_lock(job) if rank == 0 else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        if engine == "ray":
+            written = _run_ray(folder, sources, task, _missing(folder, mine), progress, ray_address, ray_actors,
+                               ray_gpus_per_actor, desc)
+        else:
+            if world > 1:
+                init_distributed(device)
+                block = contiguous_block(len(mine), rank, world)
+                mine_here = [mine[k] for k in block]
+            else:
+                mine_here = mine
+            todo = _missing(folder, mine_here)
+            written = 0
+            if todo:
+                task.setup(device)
+            bar = tqdm(total=sum(p.stop - p.start for p in todo), unit="row", disable=not progress or not todo,
+                       desc=desc + (f" rank {rank}" if world > 1 else ""))
+            for part in todo:
+                bar.update(write_part(folder.parts_dir(part.split), part, sources[part.split], task))
+                written += 1
+            bar.close()
+            barrier()
+    finally:
+        if lock is not None:
+            lock.release()
+    complete = not _missing(folder, every)
+    return JobOutcome(len(every), len(mine), written, complete, is_main=rank == 0)
+
+
+class _RayPartWriter:
+    """A Ray actor: builds the task once, then writes the parts it is given."""
+
+    def __init__(self, parts_root: str, sources: dict[str, RowSource], task: RowTask, device: str):
+        self.parts_root, self.sources, self.task = Path(parts_root), sources, task
+        task.setup(device)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        done = []
+        for split, index, start, stop in zip(batch["split"], batch["index"], batch["start"], batch["stop"]):
+            part = Part(str(split), int(index), int(start), int(stop))
+            done.append(write_part(self.parts_root / part.split, part, self.sources[part.split], self.task))
+        return {"rows": np.asarray(done)}
+
+
+def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, todo: list[Part], progress: bool,
+             address: Optional[str], actors: Optional[int], gpus_per_actor: float, desc: str) -> int:
+    if not todo:
+        return 0
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise RunError("--engine ray needs Ray: pip install 'idc-toolkit[distributed]'") from None
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    items = [{"split": p.split, "index": p.index, "start": p.start, "stop": p.stop} for p in todo]
+    n_actors = actors or max(1, min(len(todo), int(ray.available_resources().get("CPU", 1))))
+    device = "cuda" if gpus_per_actor > 0 else "cpu"
+    ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+        _RayPartWriter, batch_size=1, concurrency=n_actors, num_gpus=gpus_per_actor or None, num_cpus=1,
+        fn_constructor_kwargs={"parts_root": str(folder.state_dir / "parts"), "sources": sources, "task": task,
+                               "device": device})
+    bar = tqdm(total=sum(p.stop - p.start for p in todo), unit="row", disable=not progress, desc=f"{desc} (ray)")
+    for row in ds.iter_rows():
+        bar.update(int(row["rows"]))
+    bar.close()
+    return len(todo)

@@ -1,0 +1,140 @@
+"""What a run's output depends on, as named fields and one digest.
+
+A run's *fields* are a flat ``{name: JSON value}`` dict: every parameter, the input's
+fingerprint, model names, revisions and content hashes of local weights, the toolkit
+version. Two runs with equal fields write equal folders; a rerun whose fields differ is
+refused with :func:`differences` naming each field that changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+#: bytes hashed at the end of a parquet file: the footer (schema, row groups, offsets and
+#: column statistics) changes with any change of content, and reading it costs nothing.
+PARQUET_TAIL_BYTES = 64 * 1024
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as plain JSON types (paths as strings, tuples as lists, sorted dict keys)."""
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def digest(fields: Mapping[str, Any]) -> str:
+    """The fingerprint of ``fields`` (16 hex digits of a SHA-256 of their canonical JSON)."""
+    text = json.dumps(canonical(fields), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``["delta: 32 -> 200", ...]`` for every field that differs (added and removed included)."""
+    old, new = canonical(old), canonical(new)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key, "<absent>") != new.get(key, "<absent>"):
+            out.append(f"{key}: {_short(old.get(key, '<absent>'))} -> {_short(new.get(key, '<absent>'))}")
+    return out
+
+
+def _hash_cache_path() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "idc_toolkit" / "content_hashes.json"
+
+
+def file_sha256(path: Path | str) -> str:
+    """SHA-256 of a file's content, cached by (path, size, mtime) so multi-GB weights are
+    read once per change, not on every rerun."""
+    path = Path(path).resolve()
+    st = path.stat()
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    cache_path = _hash_cache_path()
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    if key in cache:
+        return cache[key]
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    value = h.hexdigest()
+    cache[key] = value
+    try:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache))
+        tmp.replace(cache_path)
+    except OSError:  # a read-only home only costs the cache
+        pass
+    return value
+
+
+def path_content(path: Optional[Path | str]) -> Optional[str]:
+    """A content hash of a local file or folder (weights, adapters); ``None`` for ``None``.
+
+    A name that is not a local path (a Hub id) hashes to ``None``: its revision is a field
+    of its own.
+    """
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_file():
+        return file_sha256(p)
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")):
+            h.update(f"{f.relative_to(p).as_posix()}\0{file_sha256(f)}\n".encode())
+        return h.hexdigest()
+    return None
+
+
+def parquet_files_fingerprint(files: list[Path]) -> str:
+    """Fingerprint of a dataset stored as parquet files: names, sizes and footers."""
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.name}\0{size}\0".encode())
+        with f.open("rb") as fh:
+            fh.seek(max(0, size - PARQUET_TAIL_BYTES))
+            h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def listing_fingerprint(root: Path, hash_content: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A raw folder's listing: the files named in ``hash_content`` (relative paths) by their
+    content, every other file by (path, size). Returns ``{"files": n, "listing": digest,
+    "<relative path>": sha256, ...}`` so a changed annotation file is named on its own."""
+    out: dict[str, Any] = {}
+    h = hashlib.sha256()
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            n += 1
+            if rel in hash_content:
+                out[f"raw:{rel}"] = file_sha256(full)[:16]
+            else:
+                h.update(f"{rel}\0{full.stat().st_size}\n".encode())
+    out["raw_files"] = n
+    out["raw_listing"] = h.hexdigest()[:16]
+    return out

@@ -1,0 +1,244 @@
+"""The output folder of a long job: fingerprint check, locks, parts, atomic finalisation.
+
+Layout while a run is under way (hidden, so ``load_dataset`` sees no data files and a
+half-finished folder is never loadable)::
+
+    OUT/.idc_run/run.json                    kind, fields, fingerprint, finalise journal
+    OUT/.idc_run/locks/*.lock                who works on the folder (see :mod:`.locks`)
+    OUT/.idc_run/parts/<split>/<k>.parquet   part k of a split (rows of one row range)
+    OUT/.idc_run/parts/<split>/<k>.json      its row range, row count, Arrow size, stats
+    OUT/.idc_run/final/                      the finished folder, staged before it moves
+
+Finalising stages the complete result under ``final/``, records ``staged`` in the journal,
+then moves ``README.md`` first (its ``configs`` name ``data/`` files that do not exist yet,
+so the folder stays unloadable), the other files, and ``data/`` last, as one directory
+rename. Every step is idempotent, so a kill at any moment is finished by the next run.
+
+When a dataset run completes, its record (kind, fingerprint, fields) is kept in the card's
+YAML under ``idc_toolkit_run`` and ``.idc_run/`` is removed, so nothing but the dataset is
+uploaded; runs that write no dataset (generation) keep ``.idc_run/run.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from ..errors import RunError
+from .fingerprint import canonical, differences, digest
+from .locks import FolderLock
+
+STATE_DIR = ".idc_run"
+RUN_FILE = "run.json"
+CARD_RECORD_KEY = "idc_toolkit_run"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.replace(path)
+
+
+def card_record(out: Path) -> Optional[dict[str, Any]]:
+    """The run record in ``out/README.md``'s YAML, if the folder holds a finished run."""
+    card = out / "README.md"
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        return None
+    import yaml
+
+    try:
+        meta = yaml.safe_load(text.split("---\n", 2)[1]) or {}
+    except yaml.YAMLError:
+        return None
+    record = meta.get(CARD_RECORD_KEY) if isinstance(meta, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+class RunFolder:
+    """One job's view of an output folder (see the module docstring).
+
+    ``fields`` is everything the output depends on (:mod:`.fingerprint`); ``owned`` names the
+    files and folders a finished run of this kind writes, the only ones ``--overwrite``
+    removes; ``card_record`` says whether the finished record lives in the card.
+    """
+
+    def __init__(self, out: Path | str, kind: str, fields: Mapping[str, Any], *, owned: Iterable[str] = ("data", "README.md"),
+                 card_record: bool = True):
+        self.out = Path(out)
+        self.kind = kind
+        self.fields = canonical({"kind": kind, **fields})
+        self.fingerprint = digest(self.fields)
+        self.owned = tuple(owned)
+        self.card_record = card_record
+        self.state_dir = self.out / STATE_DIR
+        self.state: dict[str, Any] = {}
+        self.complete = False
+        self.resumed = False
+
+    # -- opening -------------------------------------------------------------------------
+    def _lock(self, name: str, what: str) -> FolderLock:
+        return FolderLock(self.state_dir / "locks" / f"{name}.lock", what)
+
+    def setup_lock(self, wait: float = 120.0) -> FolderLock:
+        """The short lock taken to create, check or finalise the run (waits for another job)."""
+        lock = self._lock("setup", f"{self.out} (setup)")
+        deadline = time.time() + wait
+        while True:
+            try:
+                return lock.acquire()
+            except RunError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def job_lock(self, job: tuple[int, int]) -> FolderLock:
+        what = f"{self.out}" + (f" --shard {job[0]}/{job[1]}" if job[1] > 1 else "")
+        return self._lock(f"job-{job[0]}-of-{job[1]}", what)
+
+    def _existing_record(self) -> Optional[dict[str, Any]]:
+        run_file = self.state_dir / RUN_FILE
+        if run_file.is_file():
+            try:
+                return json.loads(run_file.read_text())
+            except ValueError:
+                raise RunError(f"{run_file} is unreadable; pass --overwrite to start the run again") from None
+        return card_record(self.out)
+
+    def _other_jobs(self) -> list[str]:
+        locks = self.state_dir / "locks"
+        if not locks.is_dir():
+            return []
+        held = []
+        for path in sorted(locks.glob("job-*.lock")):
+            holder = FolderLock(path, path.stem).held_by_other()
+            if holder:
+                held.append(holder)
+        return held
+
+    def _remove_owned(self) -> None:
+        for name in self.owned:
+            p = self.out / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+        parts = self.state_dir
+        for sub in ("parts", "final", RUN_FILE):
+            p = parts / sub
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+
+    def open(self, overwrite: bool = False) -> "RunFolder":
+        """Check the folder against this run's fields; create or resume the run state.
+
+        Sets :attr:`complete` (same fields, finished: nothing to do) and :attr:`resumed`.
+        Raises :class:`RunError` naming every differing field when the folder holds another run.
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        with self.setup_lock():
+            record = self._existing_record()
+            if overwrite:
+                others = self._other_jobs()
+                if others:
+                    raise RunError(f"cannot --overwrite {self.out}: in use by {others[0]}")
+                self._remove_owned()
+                record = None
+            elif record is not None and record.get("fingerprint") != self.fingerprint:
+                diff = differences(record.get("fields", {}), self.fields)
+                shown = "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
+                what = record.get("kind", "another run")
+                raise RunError(f"{self.out} holds a {what} run with other settings ({shown or 'fingerprint differs'}); "
+                               "pass --overwrite to replace it, or choose another --out")
+            elif record is None:
+                foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith("."))
+                if foreign:
+                    raise RunError(f"{self.out} already holds files that are not an idc-toolkit run ({', '.join(foreign[:5])}); "
+                                   "choose another --out, or pass --overwrite to replace "
+                                   f"{', '.join(n for n in self.owned if (self.out / n).exists()) or 'them'}")
+            if record is not None and record.get("complete"):
+                self.state, self.complete = record, True
+            if not self.complete:
+                self.resumed = record is not None
+                self.state = record or {"kind": self.kind, "fingerprint": self.fingerprint, "fields": self.fields,
+                                        "created": time.time(), "complete": False}
+                (self.state_dir / "parts").mkdir(parents=True, exist_ok=True)
+                self.save_state()
+        if self.complete and self.card_record:  # only the lock files (or a kill's leftovers during cleanup)
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        return self
+
+    def save_state(self) -> None:
+        write_json_atomic(self.state_dir / RUN_FILE, self.state)
+
+    def record(self) -> dict[str, Any]:
+        """What a finished run leaves in its card (or its run.json)."""
+        return {"kind": self.kind, "fingerprint": self.fingerprint, "fields": self.fields, "complete": True}
+
+    # -- parts ---------------------------------------------------------------------------
+    def parts_dir(self, split: str) -> Path:
+        return self.state_dir / "parts" / split
+
+    def done_parts(self, split: str) -> dict[int, dict[str, Any]]:
+        """Finished parts of ``split``: ``{k: sidecar}`` (a part counts once its sidecar exists)."""
+        folder = self.parts_dir(split)
+        if not folder.is_dir():
+            return {}
+        out = {}
+        for f in folder.glob("*.json"):
+            try:
+                out[int(f.stem)] = json.loads(f.read_text())
+            except ValueError:
+                continue  # a torn sidecar: the part is redone
+        return out
+
+    # -- finalising ----------------------------------------------------------------------
+    def finalise(self, stage: Callable[[Path], None], order: Iterable[str] = ("README.md",)) -> None:
+        """Stage the finished folder with ``stage(final_dir)``, then move it into place.
+
+        ``order`` names the entries moved first; ``data`` always moves last. Safe to call
+        again after a kill at any point: a staged result is moved, not rebuilt.
+        """
+        with self.setup_lock(wait=24 * 3600):
+            current = self._existing_record()
+            if current is None or current.get("complete"):
+                self.complete = True
+                return
+            self.state = current
+            final = self.state_dir / "final"
+            if self.state.get("finalise") != "staged":
+                if final.exists():
+                    shutil.rmtree(final)
+                final.mkdir(parents=True)
+                stage(final)
+                self.state["finalise"] = "staged"
+                self.save_state()
+            names = [n for n in order if (final / n).exists()]
+            names += sorted(p.name for p in final.iterdir() if p.name not in names and p.name != "data") if final.is_dir() else []
+            names += ["data"] if (final / "data").exists() else []
+            for name in names:
+                target = self.out / name
+                if name == "data" and target.exists():
+                    raise RunError(f"{target} exists while a finished {self.kind} run waits to move its data there; "
+                                   "move it away and rerun")
+                os.replace(final / name, target)
+            if self.card_record:
+                shutil.rmtree(self.state_dir / "parts", ignore_errors=True)
+                shutil.rmtree(final, ignore_errors=True)
+                (self.state_dir / RUN_FILE).unlink(missing_ok=True)
+            else:
+                shutil.rmtree(final, ignore_errors=True)
+                self.state = {**self.state, **self.record()}
+                self.state.pop("finalise", None)
+                self.save_state()
+            self.complete = True
+        if self.card_record:
+            shutil.rmtree(self.state_dir, ignore_errors=True)

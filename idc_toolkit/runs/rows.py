@@ -1,0 +1,227 @@
+"""Where a job's rows come from, addressable by row index, and how rows are cut into parts.
+
+Every split is cut into *parts* of ``rows_per_part`` consecutive rows: part ``k`` holds rows
+``[k*P, (k+1)*P)``. The grid depends only on the split's length and ``P``, so every way of
+running a job (one process, ``--shard i/n``, torchrun ranks, Ray actors, a resumed run)
+writes the same parts, and the assembled folder is byte-identical whichever ran it.
+``--shard i/n`` takes a contiguous block of the run's parts, as
+``Dataset.shard(n, i, contiguous=True)`` takes a block of rows.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional, Protocol, Sequence
+
+from ..errors import IDCError, RunError
+
+
+class RowSource(Protocol):
+    """Rows of one split, readable by index range."""
+
+    def __len__(self) -> int: ...
+
+    def read(self, start: int, stop: int) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class Part:
+    split: str
+    index: int
+    start: int
+    stop: int
+
+
+def part_grid(split: str, n_rows: int, rows_per_part: int) -> list[Part]:
+    if rows_per_part < 1:
+        raise IDCError(f"rows per part must be at least 1, got {rows_per_part}")
+    return [Part(split, k, s, min(s + rows_per_part, n_rows)) for k, s in enumerate(range(0, n_rows, rows_per_part))]
+
+
+def contiguous_block(n_items: int, index: int, count: int) -> range:
+    """Items of block ``index`` of ``count``, as ``Dataset.shard(count, index, contiguous=True)``."""
+    div, mod = divmod(n_items, count)
+    start = div * index + min(index, mod)
+    return range(start, start + div + (1 if index < mod else 0))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> ``(i, n)``, checked."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise IDCError(f"--shard takes i/n (e.g. 0/4), got {text!r}") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise IDCError(f"--shard {text}: need 0 <= i < n")
+    return i, n
+
+
+class ListRows:
+    """Rows already in memory (a builder's records: paths and captions, no pixels)."""
+
+    def __init__(self, rows: Sequence[Any]):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def read(self, start: int, stop: int) -> list[Any]:
+        return list(self.rows[start:stop])
+
+
+class ParquetRows:
+    """The rows of a split stored as parquet files, read by range through row-group metadata
+    (only the row groups a range touches are read; image cells stay encoded)."""
+
+    def __init__(self, files: Sequence[Path], columns: Optional[list[str]] = None):
+        import pyarrow.parquet as pq
+
+        self.files = [Path(f) for f in files]
+        self.columns = columns
+        self.groups: list[tuple[int, int, int]] = []  # (file index, row group, first row)
+        first = 0
+        for fi, f in enumerate(self.files):
+            try:
+                meta = pq.ParquetFile(f).metadata
+            except Exception as exc:  # pyarrow raises several types for a corrupt file
+                raise RunError(f"{f}: not a readable parquet file ({exc})") from None
+            for g in range(meta.num_row_groups):
+                self.groups.append((fi, g, first))
+                first += meta.row_group(g).num_rows
+        self.n_rows = first
+        self._schema = pq.read_schema(self.files[0]) if self.files else None
+
+    @property
+    def schema(self):
+        return self._schema
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def read_table(self, start: int, stop: int):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pieces = []
+        bounds = [g[2] for g in self.groups] + [self.n_rows]
+        for k, (fi, g, first) in enumerate(self.groups):
+            last = bounds[k + 1]
+            if last <= start or first >= stop:
+                continue
+            table = pq.ParquetFile(self.files[fi]).read_row_group(g, columns=self.columns)
+            lo, hi = max(start, first) - first, min(stop, last) - first
+            pieces.append(table.slice(lo, hi - lo))
+        if not pieces:
+            return self._schema.empty_table()
+        return pa.concat_tables(pieces)
+
+    def read(self, start: int, stop: int) -> list[dict[str, Any]]:
+        return self.read_table(start, stop).to_pylist()
+
+
+class DatasetRows:
+    """A ``datasets.Dataset`` (e.g. loaded from the Hub) with image columns left encoded."""
+
+    def __init__(self, ds):
+        from datasets import Image
+
+        for col, feature in ds.features.items():
+            if isinstance(feature, Image):
+                ds = ds.cast_column(col, Image(decode=False))
+        self.ds = ds
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def read(self, start: int, stop: int) -> list[dict[str, Any]]:
+        return self.ds.select(range(start, stop)).to_list()
+
+
+def local_split_files(dataset: Path | str, split: str) -> list[Path]:
+    """The parquet files of ``split`` in a local dataset folder, in the order ``datasets``
+    reads them (``data/<split>-*.parquet``); empty when ``dataset`` is not a local folder."""
+    folder = Path(dataset)
+    return sorted((folder / "data").glob(f"{split}-*.parquet")) if folder.is_dir() else []
+
+
+def _looks_like_repo_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def check_hub_repo(name: str, repo_type: str, what: str, revision: Optional[str] = None) -> None:
+    """Fail in seconds, in one line, when ``name`` is neither a local path nor a reachable
+    Hub repo (instead of ``datasets``' or ``transformers``' minutes of retries)."""
+    if Path(name).exists():
+        return
+    if not _looks_like_repo_id(name):
+        raise RunError(f"{what} {name!r}: no such local folder (and not a Hub id of the form org/name)")
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        cached = _in_hub_cache(name, repo_type)
+        if cached:
+            return
+        raise RunError(f"{what} {name!r}: no local folder {name}, and the Hub is off (HF_HUB_OFFLINE=1) with no cached copy")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        HfApi().repo_info(name, repo_type=repo_type, revision=revision, timeout=float(os.environ.get("IDC_HUB_TIMEOUT", "10")))
+    except RepositoryNotFoundError:
+        raise RunError(f"{what} {name!r}: no local folder {name}, and the Hub has no {repo_type} repo {name} "
+                       "(or it is private: log in with `hf auth login`)") from None
+    except RevisionNotFoundError:
+        raise RunError(f"{what} {name!r}: the Hub repo has no revision {revision!r}") from None
+    except Exception as exc:  # connection errors come in many types
+        if _in_hub_cache(name, repo_type):
+            return
+        raise RunError(f"{what} {name!r}: no local folder {name}, and the Hub is unreachable ({type(exc).__name__})") from None
+
+
+def _in_hub_cache(name: str, repo_type: str) -> bool:
+    from huggingface_hub import constants
+
+    folder = f"{repo_type}s--{name.replace('/', '--')}"
+    return (Path(constants.HF_HUB_CACHE) / folder).is_dir()
+
+
+def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
+    """``(rows, features, input fingerprint)`` of a split of a local folder or a Hub dataset."""
+    from datasets import Features
+
+    from .fingerprint import parquet_files_fingerprint
+
+    name = str(dataset)
+    files = local_split_files(name, split)
+    if files:
+        rows = ParquetRows(files)
+        return rows, Features.from_arrow_schema(rows.schema), parquet_files_fingerprint(files)
+    if Path(name).is_dir():
+        present = sorted({p.name.split("-")[0] for p in (Path(name) / "data").glob("*.parquet")})
+        raise RunError(f"{name}: no {split!r} split (data/{split}-*.parquet); splits present: {present or 'none'}")
+    check_hub_repo(name, "dataset", "--dataset")
+    from datasets import load_dataset
+
+    try:
+        ds = load_dataset(name, split=split)
+    except (ValueError, FileNotFoundError) as exc:
+        raise RunError(f"{name}: cannot load split {split!r}: {exc}") from None
+    return DatasetRows(ds), ds.features, ds._fingerprint
+
+
+def decode_image(cell: Any):
+    """A PIL image from an encoded image cell (``{"bytes", "path"}``)."""
+    from PIL import Image
+
+    if isinstance(cell, dict):
+        return Image.open(io.BytesIO(cell["bytes"])) if cell.get("bytes") else Image.open(cell["path"])
+    return cell
+
+
+def iter_rows(source: RowSource, batch_size: int = 64) -> Iterator[Any]:
+    for start in range(0, len(source), batch_size):
+        yield from source.read(start, min(start + batch_size, len(source)))

@@ -1,0 +1,73 @@
+"""One job, three engines, one folder: torchrun ranks (gloo, CPU) and Ray Data actors (a local
+Ray instance with 2 CPUs) write byte-identical folders to one process; kill -9 then rerun
+finishes the same folder."""
+
+import hashlib
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from idc_toolkit.masks.column import add_change_masks
+
+from conftest import REPO
+
+
+def _files(out):
+    return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def one_process(demo_dataset, tmp_path_factory):
+    out = tmp_path_factory.mktemp("engines") / "one"
+    assert add_change_masks(demo_dataset, out, rows_per_part=8, device="cpu", progress=False).complete
+    return out
+
+
+def test_two_torchrun_ranks_write_what_one_process_writes(demo_dataset, one_process, tmp_path):
+    out = tmp_path / "ranks"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+           "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", str(out), "--device", "cpu",
+           "--rows-per-part", "8", "--no-progress"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _files(out) == _files(one_process)
+
+
+def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_process, tmp_path):
+    pytest.importorskip("ray")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        result = add_change_masks(demo_dataset, tmp_path / "ray", rows_per_part=8, device="cpu", progress=False,
+                                  engine="ray", ray_actors=2)
+    finally:
+        ray.shutdown()
+    assert result.complete
+    assert _files(tmp_path / "ray") == _files(one_process)
+
+
+CHILD = """
+import sys, time
+import idc_toolkit.masks.column as m
+original = m.compute_change_mask
+m.compute_change_mask = lambda *a, **k: (time.sleep(0.02), original(*a, **k))[1]
+m.add_change_masks(sys.argv[1], sys.argv[2], rows_per_part=8, device="cpu", progress=False)
+"""
+
+
+def test_kill_9_during_the_pass_then_rerun_is_identical(demo_dataset, one_process, tmp_path):
+    out = tmp_path / "killed"
+    rng = random.Random(0)
+    for _ in range(2):
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(demo_dataset), str(out)], cwd=REPO)
+        time.sleep(rng.uniform(2.0, 4.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert add_change_masks(demo_dataset, out, rows_per_part=8, device="cpu", progress=False).complete
+    assert _files(out) == _files(one_process)
