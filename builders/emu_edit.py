@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from datasets import Value
 
@@ -37,9 +37,10 @@ RAW/                                    (a local copy of facebook/emu_edit_test_
 """
 
 
-def find_emu_files(raw_dir: Path) -> dict[str, list[Path]]:
-    """Parquet (or arrow) files of a local Emu Edit copy, per release split."""
-    return find_split_files(raw_dir, RELEASE_SPLITS, RAW_LAYOUT)
+def find_emu_files(raw_dir: Path, unknown: Optional[list[Path]] = None) -> dict[str, list[Path]]:
+    """Parquet (or arrow) files of a local Emu Edit copy, per release split (files of no known
+    split go to ``unknown``)."""
+    return find_split_files(raw_dir, RELEASE_SPLITS, RAW_LAYOUT, unknown)
 
 
 def iter_emu_rows(files: list[Path]) -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -89,7 +90,13 @@ class EmuEdit(PairBuilder):
     @cached_property
     def files(self) -> dict[str, list[Path]]:
         """The copy's parquet/arrow files per release split, listed once per build."""
-        return find_emu_files(self.raw_dir)
+        self.unknown_files: list[Path] = []
+        return find_emu_files(self.raw_dir, self.unknown_files)
+
+    def summarize(self, report: BuildReport) -> None:
+        self.files  # noqa: B018  (lists the copy once, unknown files included)
+        for path in self.unknown_files:
+            report.note(None, str(path), None, f"file of no known split ({', '.join(RELEASE_SPLITS)}); not read")
 
     def check_raw(self) -> None:
         super().check_raw()

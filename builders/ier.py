@@ -122,3 +122,4 @@ class ImageEditingRequest(PairBuilder):
         report.count("pairs_repeated_under_several_uids", repeated)
         report.count("pairs_shared_between_splits", cross)
         report.count("images_without_annotation", len(list_images(self.raw_dir / "images") - referenced))
+        self.note_unread_files(report, self.raw_dir, "*.json")

@@ -19,6 +19,8 @@ from datasets import Image, Value
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.cards import citations
 from idc_toolkit.building.hfcopy import edit_pair, find_split_files, image_bytes, iter_rows
+from idc_toolkit.building.rawio import check_image_bytes
+from idc_toolkit.errors import BadImageError
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
@@ -65,7 +67,13 @@ class MagicBrush(PairBuilder):
     @cached_property
     def files(self) -> dict[str, list]:
         """The copy's parquet/arrow files per release split, listed once per build."""
-        return find_split_files(self.raw_dir, RELEASE_SPLITS, RAW_LAYOUT)
+        self.unknown_files: list = []
+        return find_split_files(self.raw_dir, RELEASE_SPLITS, RAW_LAYOUT, self.unknown_files)
+
+    def summarize(self, report: BuildReport) -> None:
+        self.files  # noqa: B018  (lists the copy once, unknown files included)
+        for path in self.unknown_files:
+            report.note(None, str(path), None, f"file of no known split ({', '.join(RELEASE_SPLITS)}); not read")
 
     def split_names(self) -> list[str]:
         return [self.split_map[s] for s in self.files]
@@ -83,6 +91,12 @@ class MagicBrush(PairBuilder):
                 report.skip(split, file, record, "instruction missing")
                 continue
             mask = image_bytes(row.get("mask_img"))
+            if mask:
+                try:
+                    check_image_bytes(mask)
+                except BadImageError as exc:
+                    report.skip(split, file, record, f"edit mask (mask_img): {exc}")
+                    continue
             yield PairRecord(
                 pair_id=f"{row['img_id']}_{row['turn_index']}",
                 before=before,

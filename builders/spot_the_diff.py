@@ -115,3 +115,4 @@ class SpotTheDiff(PairBuilder):
         stems = {n[: -len(".png")] for n in list_images(self.raw_dir / "resized_images") if n.endswith(".png")}
         before_ids = {s for s in stems if not s.endswith("_2") and not s.endswith("_diff")}
         report.count("images_without_annotation", len(before_ids - annotated))
+        self.note_unread_files(report, self.raw_dir / "annotations", "*.json")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from idc_toolkit.errors import EvaluationError
+from idc_toolkit.files import read_text
 from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
@@ -46,12 +47,24 @@ def _caption(value: Any, where: str) -> str:
     return value
 
 
+def _no_duplicate_keys(path: Path):
+    """A ``json.loads`` hook: a key given twice in one object is an error (json keeps the last)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise EvaluationError(f"{path}: key {key!r} appears twice in one JSON object; which caption is meant?")
+            seen[key] = value
+        return seen
+
+    return hook
+
+
 def load_predictions(path: Path | str) -> dict[str, str]:
     """Read a predictions file in any of the three formats; ids become strings."""
     path = Path(path)
-    if not path.is_file():
-        raise EvaluationError(f"{path}: predictions file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, EvaluationError, "predictions file")
     preds: dict[str, str] = {}
     duplicates: list[str] = []
 
@@ -67,13 +80,15 @@ def load_predictions(path: Path | str) -> dict[str, str]:
     data: Any = None
     if not lines_mode:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_no_duplicate_keys(path))
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
             lines_mode = True  # several JSON values: JSON Lines
     if lines_mode:
-        for lineno, line in enumerate(text.splitlines(), 1):
+        # "\n" only: str.splitlines() also splits at U+2028 / U+0085, which are valid inside a
+        # JSON string (and in the toolkit's own predictions.jsonl, written with ensure_ascii=False)
+        for lineno, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -107,7 +122,11 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
 
 def _category_map(path: Path | str) -> dict[str, str]:
     """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style)."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    text = read_text(path, EvaluationError, "category map")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
     if all(isinstance(v, list) for v in data.values()):
@@ -119,9 +138,7 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise EvaluationError(f"{path}: references file not found") from None
+        data = json.loads(read_text(path, EvaluationError, "references file"))
     except json.JSONDecodeError as exc:
         raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
@@ -163,6 +180,9 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     else:
         from datasets import load_dataset
 
+        from idc_toolkit.runs.rows import check_hub_repo
+
+        check_hub_repo(dataset, "dataset", "--dataset")
         try:
             ds = load_dataset(dataset, split=split)
         except ValueError as exc:

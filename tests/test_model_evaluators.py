@@ -91,6 +91,16 @@ def test_adapter_changes_the_model(models):
     merged_old = apply_adapter(Blip2ForConditionalGeneration.from_pretrained(models / "blip2"), models / "lora_old", str(models / "blip2"))
     w_new, w_old = dict(merged_new.named_parameters())[name], dict(merged_old.named_parameters())[name]
     assert not torch.equal(before, w_new) and not torch.equal(before, w_old)
+    # the merge is W + (alpha / r) B A, computed here by hand from the adapter's own tensors
+    from idc_toolkit.models.adapters import read_adapter
+
+    for adapter, merged in (("lora_new", w_new), ("lora_old", w_old)):
+        config, state = read_adapter(models / adapter)
+        module = name[: -len(".weight")]
+        a = next(v for k, v in state.items() if module in k and "lora_A" in k)
+        b = next(v for k, v in state.items() if module in k and "lora_B" in k)
+        expected = before + (b @ a) * (config["lora_alpha"] / config["r"])
+        assert torch.allclose(merged, expected, atol=1e-6), adapter
 
 
 def test_generation_resumes_without_regenerating(models, demo_dataset, tmp_path, monkeypatch):

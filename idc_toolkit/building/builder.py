@@ -150,6 +150,14 @@ class PairBuilder:
         """Annotation files read, for the card."""
         return list(self.required)
 
+    def note_unread_files(self, report: BuildReport, folder: Path, pattern: str) -> None:
+        """Note every file matching ``pattern`` in ``folder`` that is not among :meth:`raw_files`
+        (e.g. a split file of no known split): nothing in a release is ignored silently."""
+        read = {(self.raw_dir / f).resolve() for f in self.raw_files()}
+        for path in sorted(folder.glob(pattern)):
+            if path.resolve() not in read:
+                report.note(None, str(path), None, f"not read: not one of {', '.join(self.split_map)} split files")
+
 
 def caption_list(value: Any) -> list[str]:
     """Check that ``value`` is a list of strings (empty strings allowed) and return it.

@@ -14,14 +14,20 @@ from typing import Any, Iterator, Optional, Sequence
 from ..errors import RawFormatError
 
 
-def find_split_files(raw_dir: Path, release_splits: Sequence[str], layout: str) -> dict[str, list[Path]]:
-    """Parquet (or arrow) files of a local copy, per release split, in a stable order."""
+def find_split_files(raw_dir: Path, release_splits: Sequence[str], layout: str,
+                     unknown: Optional[list[Path]] = None) -> dict[str, list[Path]]:
+    """Parquet (or arrow) files of a local copy, per release split, in a stable order.
+    Files of no known split are appended to ``unknown`` (the builder notes them)."""
     found: dict[str, list[Path]] = {}
     for path in sorted(raw_dir.rglob("*.parquet")) + sorted(raw_dir.rglob("*.arrow")):
+        if any(part.startswith(".") for part in path.relative_to(raw_dir).parts):
+            continue  # huggingface_hub's .cache/ and other hidden folders
         stem = path.name.split("-")[0].split(".")[0]
         split = stem if stem in release_splits else path.parent.name
         if split in release_splits:
             found.setdefault(split, []).append(path)
+        elif unknown is not None:
+            unknown.append(path)
     if not found:
         raise RawFormatError(raw_dir, f"no parquet/arrow files of splits {list(release_splits)} found. Expected layout:\n{layout}")
     return {s: found[s] for s in release_splits if s in found}
@@ -33,16 +39,25 @@ def table_batches(path: Path, columns: Optional[list[str]] = None, required: Seq
     import pyarrow.parquet as pq
 
     if path.suffix == ".parquet":
-        pf = pq.ParquetFile(path)
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several types for a corrupt or truncated file
+            raise RawFormatError(path, f"not a readable parquet file ({exc}); download it again") from None
         names = pf.schema_arrow.names
         missing = [c for c in required if c not in names]
         if missing:
             raise RawFormatError(path, f"missing column(s) {missing}; found {names}")
-        for batch in pf.iter_batches(batch_size=64, columns=columns):
-            yield batch.to_pylist()
+        try:
+            for batch in pf.iter_batches(batch_size=64, columns=columns):
+                yield batch.to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise RawFormatError(path, f"corrupt parquet data ({exc}); download it again") from None
     else:  # datasets' save_to_disk arrow stream
-        with pa.memory_map(str(path)) as source:
-            table = pa.ipc.open_stream(source).read_all()
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_stream(source).read_all()
+        except (OSError, pa.ArrowException) as exc:
+            raise RawFormatError(path, f"not a readable arrow stream ({exc})") from None
         missing = [c for c in required if c not in table.column_names]
         if missing:
             raise RawFormatError(path, f"missing column(s) {missing}; found {table.column_names}")

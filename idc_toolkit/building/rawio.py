@@ -37,10 +37,10 @@ _MAGIC = (
 
 def read_json(path: Path | str) -> Any:
     """Load a JSON file; a syntax error names the file, line, column and character offset."""
+    from ..files import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise RawFormatError(path, "file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, lambda message: RawFormatError(path, message.split(": ", 1)[1]), "annotation file")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -1,6 +1,6 @@
 """LoRA adapters (peft) for the checkpoint runners, checked before any work starts.
 
-Two formats load: today's peft (``adapter_config.json`` + ``adapter_model.safetensors``) and
+Two formats load, both through ``peft.PeftModel.from_pretrained``: today's peft (``adapter_config.json`` + ``adapter_model.safetensors``) and
 the one BLIP2IDC released, written by peft 0.5 (``adapter_model.bin``, a torch pickle). The
 pickle is read with ``torch.load(weights_only=True)``: tensors only, no code runs.
 
@@ -31,13 +31,21 @@ def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any
     config_path = folder / "adapter_config.json"
     if not config_path.is_file():
         raise IDCError(f"adapter {folder}: no adapter_config.json (is this a peft LoRA adapter folder?)")
-    config = json.loads(config_path.read_text())
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IDCError(f"adapter {folder}: adapter_config.json is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise IDCError(f"adapter {folder}: adapter_config.json is not a JSON object")
     if config.get("peft_type", "LORA") != "LORA":
         raise IDCError(f"adapter {folder}: peft_type {config.get('peft_type')!r}, only LORA adapters are supported")
     if (folder / "adapter_model.safetensors").is_file():
         from safetensors.torch import load_file
 
-        state = load_file(str(folder / "adapter_model.safetensors"))
+        try:
+            state = load_file(str(folder / "adapter_model.safetensors"))
+        except Exception as exc:  # safetensors raises its own error types for a corrupt header or data
+            raise IDCError(f"adapter {folder}: adapter_model.safetensors is corrupt ({exc})") from None
     elif (folder / "adapter_model.bin").is_file():
         try:
             state = torch.load(folder / "adapter_model.bin", map_location="cpu", weights_only=True)
@@ -79,16 +87,15 @@ def check_adapter(model, config: dict[str, Any], state: dict[str, Any], base_nam
 
 
 def apply_adapter(model, adapter_dir: Path | str, base_name: str):
-    """The base model with the LoRA adapter loaded (merged for inference speed)."""
-    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    """The base model with the LoRA adapter merged in, loaded by ``peft`` itself
+    (``PeftModel.from_pretrained`` reads both today's safetensors and peft 0.5's
+    ``adapter_model.bin``), after :func:`check_adapter` has named any module that does not fit."""
+    from peft import PeftModel
 
     config, state = read_adapter(adapter_dir)
     check_adapter(model, config, state, base_name, str(adapter_dir))
-    fields = LoraConfig.__dataclass_fields__
-    lora = LoraConfig(**{k: v for k, v in config.items() if k in fields and k not in ("auto_mapping", "revision", "task_type")})
-    peft_model = get_peft_model(model, lora)
-    result = set_peft_model_state_dict(peft_model, state)
-    missing_lora = [k for k in getattr(result, "missing_keys", []) if "lora_" in k]
-    if missing_lora:
-        raise IDCError(f"adapter {adapter_dir}: {len(missing_lora)} LoRA tensors missing, e.g. {missing_lora[0]}")
+    try:
+        peft_model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=False)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise IDCError(f"adapter {adapter_dir}: peft cannot load it ({exc})") from None
     return peft_model.merge_and_unload()
