@@ -111,7 +111,9 @@ def plot_by_category(path: Path, result: ScoreResult) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    metrics = [m for m in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE") if m in result.metrics]
+    from idc_toolkit.metrics.registry import chart_columns
+
+    metrics = list(chart_columns(list(result.cache.metrics)))
     names = ["overall", *groups]
     x = np.arange(len(names))
     width = 0.8 / max(1, len(metrics))

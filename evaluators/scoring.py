@@ -80,26 +80,25 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
                     seed: int = 0, spice_jars: Optional[str] = None) -> dict[str, Any]:
     """The paired bootstrap test of two systems on the same pairs (Koehn 2004)."""
     from idc_toolkit.metrics.bootstrap import paired_test
-    from idc_toolkit.metrics.core import build_cache, resolve_families
+    from idc_toolkit.metrics.core import build_cache
+    from idc_toolkit.metrics.registry import metric_class, resolve_families
 
     refs = load_references(dataset, split, references, categories, id_column)
     preps = [prepare(_predictions(p), refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
                      breakdown=False) for p in (a, b)]
     if list(preps[0].references) != list(preps[1].references):
         raise EvaluationError("A and B do not cover the same pairs; a paired test needs the same pairs")
-    families = tuple(f for f in resolve_families(metrics) if f != "SPICE" or spice_jars)
-    caches, meteors = [], []
+    # a metric that needs what not every machine has (SPICE's jars) is only run when asked
+    families = tuple(f for f in resolve_families(metrics) if not metric_class(f).optional or spice_jars)
+    caches = []
     try:
         for prep in preps:
-            cache, meteor, _ = build_cache(prep.hypotheses, prep.references, families, spice_jars)
-            caches.append(cache)
-            meteors.append(meteor)
+            caches.append(build_cache(prep.hypotheses, prep.references, families, spice_jars))
         idx = list(range(len(caches[0].ids)))
-        result = paired_test(caches[0], caches[1], meteors[0], meteors[1], idx, bootstrap, seed)
+        result = paired_test(caches[0], caches[1], idx, bootstrap, seed)
     finally:
-        for m in meteors:
-            if m is not None:
-                m.close()
+        for cache in caches:
+            cache.close()
     report = {"a": str(a) if not isinstance(a, Mapping) else "<in memory>",
               "b": str(b) if not isinstance(b, Mapping) else "<in memory>",
               "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}

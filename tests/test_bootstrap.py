@@ -15,19 +15,25 @@ pytestmark = pytest.mark.java
 
 def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
     hyps, refs, _ = synthetic_caption_set(60, seed=5)
-    cache, meteor, _ = build_cache(hyps, refs, ["BLEU", "METEOR"])
+    cache = build_cache(hyps, refs, ["BLEU", "METEOR"])
+    bleu, meteor = cache.metrics["BLEU"], cache.metrics["METEOR"]
     try:
         w = resample_counts(60, 1, np.random.default_rng(1))[0].astype(int)
         expanded = [i for i, k in enumerate(w) for _ in range(k)]
         assert len(set(expanded)) < 60  # duplicates present
-        bleu_expanded, _ = cache.bleu.score(expanded)
-        bleu_resampled = bleu_from_totals(w @ cache.bleu.sufficient_statistics())[0]
+        bleu_expanded, _ = bleu.cache.score(expanded)
+        bleu_resampled = bleu_from_totals(w @ bleu.cache.sufficient_statistics())[0]
         assert np.allclose(bleu_expanded, bleu_resampled, atol=1e-12)
-        m_expanded, _ = meteor.evaluate([cache.meteor_lines[i] for i in expanded])
-        _, (m_summed,) = meteor.evaluate([stats_line(aggregate_statistics(cache.meteor_stats, w))])
+        m_expanded, _ = meteor.process.evaluate([meteor.lines[i] for i in expanded])
+        _, (m_summed,) = meteor.process.evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
         assert m_expanded == pytest.approx(m_summed, abs=1e-12)
+        # and the metric's own resample() gives the same numbers
+        via_metric = {**bleu.resample(list(range(60)), w[None, :].astype(float)),
+                      **meteor.resample(list(range(60)), w[None, :].astype(float))}
+        assert np.allclose([via_metric[f"Bleu_{k + 1}"][0] for k in range(4)], bleu_expanded, atol=1e-12)
+        assert via_metric["METEOR"][0] == pytest.approx(m_expanded, abs=1e-12)
     finally:
-        meteor.close()
+        cache.close()
 
 
 def test_intervals_are_seeded_and_bracket_the_estimate():
@@ -46,14 +52,15 @@ def test_paired_test_separates_good_from_bad_and_not_from_itself():
     hyps, refs, _ = synthetic_caption_set(60, seed=4)
     good = {p: r[0] for p, r in refs.items()}
     bad = {p: "purple elephants dance" for p in refs}
-    ca, ma, _ = build_cache(good, refs, ["BLEU", "METEOR", "CIDEr"])
-    cb, mb, _ = build_cache(bad, refs, ["BLEU", "METEOR", "CIDEr"])
+    ca = build_cache(good, refs, ["BLEU", "METEOR", "CIDEr"])
+    cb = build_cache(bad, refs, ["BLEU", "METEOR", "CIDEr"])
     try:
         idx = list(range(60))
-        out = paired_test(ca, cb, ma, mb, idx, 200, 0)
+        out = paired_test(ca, cb, idx, 200, 0)
+        assert set(out) == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "CIDEr"}
         assert all(v["p_value"] < 0.05 and v["mean_difference"] > 0 for v in out.values())
-        same = paired_test(ca, ca, ma, ma, idx, 50, 0)
+        same = paired_test(ca, ca, idx, 50, 0)
         assert all(v["p_value"] == 1.0 and v["mean_difference"] == 0 for v in same.values())
     finally:
-        ma.close()
-        mb.close()
+        ca.close()
+        cb.close()

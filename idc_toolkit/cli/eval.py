@@ -28,7 +28,9 @@ def _add_reference_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default="test", help="dataset split")
     p.add_argument("--categories", help="with --references: {pair_id: category} or {category: [pair_id, ...]}")
     p.add_argument("--id-column", default="pair_id", help="dataset column holding the prediction ids")
-    p.add_argument("--metrics", nargs="+", help="subset of BLEU METEOR ROUGE_L CIDEr SPICE (default: all)")
+    from ..metrics.registry import METRICS
+
+    p.add_argument("--metrics", nargs="+", help=f"subset of {' '.join(METRICS)} (default: all)")
     p.add_argument("--allow-missing", action="store_true", help="score the pairs that have a prediction")
     p.add_argument("--drop-empty-references", action="store_true", help="drop empty reference strings")
     p.add_argument("--spice-jars", help="folder with Stanford CoreNLP 3.6.0 jars (or IDC_SPICE_JARS)")

@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .base import Metric
+
 
 class BleuCache:
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
@@ -55,3 +57,27 @@ def bleu_from_totals(totals: np.ndarray) -> np.ndarray:
     ratio = (testlen + tiny) / (reflen + small)
     penalty = np.where(ratio < 1, np.exp(1 - 1 / np.where(ratio < 1, ratio, 1.0)), 1.0)
     return out * penalty[:, None]
+
+
+class Bleu(Metric):
+    """BLEU-1..4: a group's score is pycocoevalcap's own ``BleuScorer`` over the group's pairs;
+    a resample's is :func:`bleu_from_totals` of its summed sufficient statistics (exact)."""
+
+    family = "BLEU"
+    columns = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
+    chart_column = "Bleu_4"
+
+    def compute(self, hypotheses, references) -> None:
+        self.cache = BleuCache(hypotheses, references)
+        self._per_pair = self.cache.score(list(range(len(hypotheses))))[1]
+
+    def group(self, idx):
+        bleu, _ = self.cache.score(idx)
+        return {f"Bleu_{k + 1}": bleu[k] for k in range(4)}
+
+    def per_pair(self):
+        return {f"Bleu_{k + 1}": np.array(self._per_pair[k]) for k in range(4)}
+
+    def resample(self, idx, weights):
+        bleu = bleu_from_totals(weights @ self.cache.sufficient_statistics()[idx])
+        return {f"Bleu_{k + 1}": bleu[:, k] for k in range(4)}

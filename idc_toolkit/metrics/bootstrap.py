@@ -20,12 +20,9 @@ resamples the same pairs for both systems and reports the two-sided p-value
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from .bleu import bleu_from_totals
-from .meteor import MeteorProcess, aggregate_statistics, stats_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import PairCache, ScoreResult
@@ -40,62 +37,35 @@ def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.nd
     return counts
 
 
-def metric_samples(
-    cache: "PairCache", idx: list[int], weights: np.ndarray, meteor: Optional[MeteorProcess]
-) -> dict[str, np.ndarray]:
+def metric_samples(cache: "PairCache", idx: list[int], weights: np.ndarray) -> dict[str, np.ndarray]:
     """Every metric of every resample of the group ``idx`` (rows of ``weights``)."""
     out: dict[str, np.ndarray] = {}
-    n = len(idx)
-    if cache.bleu is not None:
-        stats = cache.bleu.sufficient_statistics()[idx]
-        bleu = bleu_from_totals(weights @ stats)
-        out.update({f"Bleu_{k + 1}": bleu[:, k] for k in range(4)})
-    if cache.meteor_stats is not None and meteor is not None:
-        summed = aggregate_statistics(cache.meteor_stats[idx], weights)
-        _, values = meteor.evaluate([stats_line(row) for row in summed])
-        out["METEOR"] = np.array(values)
-    if cache.rouge is not None:
-        out["ROUGE_L"] = weights @ cache.rouge[idx] / n
-    if cache.cider is not None:
-        _, per_pair = cache.cider.score(idx)
-        out["CIDEr"] = weights @ per_pair / n
-    if cache.spice is not None:
-        vals = cache.spice[idx]
-        ok = ~np.isnan(vals)
-        out["SPICE"] = (weights @ np.where(ok, vals, 0.0)) / np.maximum(weights @ ok.astype(float), 1.0)
+    for metric in cache.metrics.values():
+        out.update(metric.resample(idx, weights))
     return out
 
 
-def bootstrap_intervals(
-    result: "ScoreResult", meteor: Optional[MeteorProcess], n_resamples: int, seed: int
-) -> dict[str, dict[str, tuple[float, float]]]:
+def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> dict[str, dict[str, tuple[float, float]]]:
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
     for k, (gname, idx) in enumerate(result.group_indices.items()):
         if len(idx) < 2:
             continue
         rng = np.random.default_rng([seed, k])
         weights = resample_counts(len(idx), n_resamples, rng)
-        samples = metric_samples(result.cache, idx, weights, meteor)
+        samples = metric_samples(result.cache, idx, weights)
         intervals[gname] = {
             m: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for m, v in samples.items()
         }
     return intervals
 
 
-def paired_test(
-    cache_a: "PairCache",
-    cache_b: "PairCache",
-    meteor_a: Optional[MeteorProcess],
-    meteor_b: Optional[MeteorProcess],
-    idx: list[int],
-    n_resamples: int,
-    seed: int,
-) -> dict[str, dict[str, float]]:
+def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_resamples: int,
+                seed: int) -> dict[str, dict[str, float]]:
     """Per metric: mean resampled difference A - B, its 95% interval and the p-value."""
     rng = np.random.default_rng(seed)
     weights = resample_counts(len(idx), n_resamples, rng)
-    sa = metric_samples(cache_a, idx, weights, meteor_a)
-    sb = metric_samples(cache_b, idx, weights, meteor_b)
+    sa = metric_samples(cache_a, idx, weights)
+    sb = metric_samples(cache_b, idx, weights)
     out = {}
     for metric in sa:
         if metric not in sb:

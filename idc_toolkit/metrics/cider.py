@@ -22,6 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .base import Metric
+
 N = 4
 SIGMA = 6.0
 
@@ -107,3 +109,29 @@ class CiderCache:
             scores.append(score_avg)
         arr = np.array(scores)
         return float(np.mean(arr)), arr
+
+
+class CiderD(Metric):
+    """CIDEr-D: a group's score uses the group's own document frequencies (as a separate
+    coco-caption run on it); a resample's is the mean of the group's per-pair CIDEr-D with
+    the group's IDF held fixed (a multiset with duplicated pairs would count their references
+    twice in the IDF)."""
+
+    family = "CIDEr"
+    aliases = ("cider-d", "ciderd")
+    columns = ("CIDEr",)
+    chart_column = "CIDEr"
+
+    def compute(self, hypotheses, references) -> None:
+        self.cache = CiderCache(hypotheses, references)
+        self._per_pair = self.cache.score(range(len(hypotheses)))[1]
+
+    def group(self, idx):
+        return {"CIDEr": self.cache.score(idx)[0]}
+
+    def per_pair(self):
+        return {"CIDEr": self._per_pair}
+
+    def resample(self, idx, weights):
+        _, per_pair = self.cache.score(idx)
+        return {"CIDEr": weights @ per_pair / len(idx)}

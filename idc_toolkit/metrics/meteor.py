@@ -21,6 +21,7 @@ import threading
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
+from .base import Metric
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -176,3 +177,53 @@ def stats_line(row) -> str:
     """A statistics line from :func:`aggregate_statistics`: METEOR scores it as the corpus of
     the segments summed into it, so one line scores a whole group or resample."""
     return " ".join(repr(float(v)) for v in row)
+
+
+class Meteor(Metric):
+    """METEOR 1.5: one JVM aligns every pair once (statistics lines); a group's, or a
+    resample's, corpus score is METEOR's own ``EVAL`` of the statistics summed as
+    :func:`aggregate_statistics` sums them, every group in a single call."""
+
+    family = "METEOR"
+    columns = ("METEOR",)
+    chart_column = "METEOR"
+    background = True  # alignment runs in the JVM while the other metrics compute
+
+    def start(self) -> None:
+        self.process = MeteorProcess()  # the JVM loads while the captions are tokenized
+
+    def compute(self, hypotheses, references) -> None:
+        import numpy as np
+
+        self.lines = self.process.statistics(hypotheses, references)
+        self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
+
+    def scores(self, groups):
+        import numpy as np
+
+        result: dict[str, dict[str, Optional[float]]] = {}
+        if "overall" in groups:
+            overall, segments = self.process.evaluate(self.lines)
+            self._per_pair = np.array(segments)
+            result["overall"] = {"METEOR": float(overall)}
+        others = [g for g in groups if g != "overall" and groups[g]]
+        summed = [stats_line(aggregate_statistics(self.stats[groups[g]])) for g in others]
+        _, values = self.process.evaluate(summed) if summed else (0.0, [])
+        result.update({g: {"METEOR": float(v)} for g, v in zip(others, values)})
+        for g in groups:
+            result.setdefault(g, {"METEOR": 0.0})
+        return result
+
+    def per_pair(self):
+        return {"METEOR": self._per_pair} if hasattr(self, "_per_pair") else {}
+
+    def resample(self, idx, weights):
+        import numpy as np
+
+        summed = aggregate_statistics(self.stats[idx], weights)
+        _, values = self.process.evaluate([stats_line(row) for row in summed])
+        return {"METEOR": np.array(values)}
+
+    def close(self) -> None:
+        if getattr(self, "process", None) is not None:
+            self.process.close()

@@ -7,6 +7,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .base import Metric
+
 
 def rouge_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
     """Per-pair ROUGE-L with pycocoevalcap's own ``Rouge.calc_score``."""
@@ -14,3 +16,24 @@ def rouge_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]])
 
     rouge = Rouge()
     return np.array([rouge.calc_score([h], list(r)) for h, r in zip(hypotheses, references)])
+
+
+class RougeL(Metric):
+    """ROUGE-L: per-pair scores; a group's (and a resample's) score is their mean."""
+
+    family = "ROUGE_L"
+    aliases = ("rouge", "rouge-l")
+    columns = ("ROUGE_L",)
+    chart_column = "ROUGE_L"
+
+    def compute(self, hypotheses, references) -> None:
+        self.values = rouge_scores(hypotheses, references)
+
+    def group(self, idx):
+        return {"ROUGE_L": float(np.mean(self.values[idx])) if idx else 0.0}
+
+    def per_pair(self):
+        return {"ROUGE_L": self.values}
+
+    def resample(self, idx, weights):
+        return {"ROUGE_L": weights @ self.values[idx] / len(idx)}

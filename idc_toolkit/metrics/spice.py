@@ -29,6 +29,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .base import Metric
+
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
@@ -104,3 +106,36 @@ def run_spice(
     by_id = {item["image_id"]: item["scores"]["All"]["f"] for item in results}
     scores = np.array([float(by_id[i]) if by_id.get(i) is not None else np.nan for i in range(len(hypotheses))])
     return SpiceOutcome(scores, "ok")
+
+
+class Spice(Metric):
+    """SPICE: per-pair F-scores from one SPICE run; a group's score is their mean (pairs SPICE
+    could not parse are left out, as pycocoevalcap does); ``None`` with the reason when SPICE
+    cannot run."""
+
+    family = "SPICE"
+    columns = ("SPICE",)
+    chart_column = "SPICE"
+    optional = True
+
+    def __init__(self, spice_jars: Optional[str] = None):
+        super().__init__(spice_jars)
+        self.jar_dir = spice_jar_dir(spice_jars)
+        self.values: Optional[np.ndarray] = None
+
+    def compute(self, hypotheses, references) -> None:
+        outcome = run_spice(hypotheses, references, self.jar_dir)
+        self.values, self.status = outcome.scores, outcome.status
+
+    def group(self, idx):
+        return {"SPICE": float(np.nanmean(self.values[idx])) if self.values is not None and idx else None}
+
+    def per_pair(self):
+        return {"SPICE": self.values} if self.values is not None else {}
+
+    def resample(self, idx, weights):
+        if self.values is None:
+            return {}
+        vals = self.values[idx]
+        ok = ~np.isnan(vals)
+        return {"SPICE": (weights @ np.where(ok, vals, 0.0)) / np.maximum(weights @ ok.astype(float), 1.0)}

@@ -1,0 +1,62 @@
+"""What a metric is to the scorer: one small class per metric family, in its own module.
+
+The scorer tokenizes once and hands every metric the same tokenized pairs; a metric keeps
+whatever per-pair intermediate results it needs (cooked n-grams, METEOR statistics, ...) and
+answers three questions from them, for any group of pairs given by index:
+
+* :meth:`Metric.scores` — each group's corpus score, exactly as a separate coco-caption run on
+  that group would compute it;
+* :meth:`Metric.per_pair` — per-pair scores of the whole set (``per_pair.csv``);
+* :meth:`Metric.resample` — the score of every bootstrap resample (rows of pair weights),
+  which gives intervals and the paired test.
+
+Adding a metric is one module with one such class and one line in :mod:`.registry`; the
+scorer, bootstrap, tables, charts and the CLI's ``--metrics`` derive from the registry.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Mapping, Optional, Sequence
+
+import numpy as np
+
+
+class Metric:
+    #: the name ``--metrics`` takes (case-insensitive, or one of ``aliases``)
+    family: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: the score columns it produces, in table order
+    columns: ClassVar[tuple[str, ...]]
+    #: the column charts show for this family
+    chart_column: ClassVar[str]
+    #: True: :meth:`compute` may run in a thread beside the other metrics' (a JVM does the work)
+    background: ClassVar[bool] = False
+    #: True: only computed when asked for (needs something not every machine has)
+    optional: ClassVar[bool] = False
+
+    def __init__(self, spice_jars: Optional[str] = None):
+        self.status = "ok"
+
+    def start(self) -> None:
+        """Called before tokenization, so slow start-ups (a JVM) overlap it."""
+
+    def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+        """Per-pair intermediate results of the tokenized pairs."""
+        raise NotImplementedError
+
+    def group(self, idx: list[int]) -> dict[str, Optional[float]]:
+        raise NotImplementedError
+
+    def scores(self, groups: Mapping[str, list[int]]) -> dict[str, dict[str, Optional[float]]]:
+        """Every group's scores (a metric may batch them, as METEOR does in one JVM call)."""
+        return {name: self.group(idx) for name, idx in groups.items()}
+
+    def per_pair(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def resample(self, idx: list[int], weights: np.ndarray) -> dict[str, np.ndarray]:
+        """Scores of each resample of group ``idx``: ``weights`` is resamples x len(idx)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release external resources (a JVM)."""

@@ -1,0 +1,56 @@
+"""The metric registry: a family name -> the :class:`~.base.Metric` class computing it.
+
+Entries are ``"module:Class"`` strings (lm-evaluation-harness style), resolved on first use.
+A new metric is one module in this folder and one line here.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Optional, Sequence
+
+from ..errors import EvaluationError
+
+METRICS = {
+    "BLEU": "idc_toolkit.metrics.bleu:Bleu",
+    "METEOR": "idc_toolkit.metrics.meteor:Meteor",
+    "ROUGE_L": "idc_toolkit.metrics.rouge:RougeL",
+    "CIDEr": "idc_toolkit.metrics.cider:CiderD",
+    "SPICE": "idc_toolkit.metrics.spice:Spice",
+}
+
+
+def metric_class(family: str):
+    module, name = METRICS[family].split(":")
+    return getattr(import_module(module), name)
+
+
+def resolve_families(names: Optional[Sequence[str]]) -> tuple[str, ...]:
+    """``--metrics`` names (any case, or an alias) -> registry families, in the given order."""
+    if not names:
+        return tuple(METRICS)
+    lookup = {}
+    for family in METRICS:
+        cls = metric_class(family)
+        for alias in (family, *cls.aliases):
+            lookup[alias.lower()] = family
+    out = []
+    for name in names:
+        family = lookup.get(name.lower())
+        if family is None:
+            raise EvaluationError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
+        out.append(family)
+    return tuple(dict.fromkeys(out))
+
+
+def columns(families: Sequence[str]) -> tuple[str, ...]:
+    """The score columns of ``families`` in table order."""
+    return tuple(c for f in families for c in metric_class(f).columns)
+
+
+def chart_columns(families: Sequence[str]) -> tuple[str, ...]:
+    return tuple(metric_class(f).chart_column for f in families)
+
+
+#: every column the registry's metrics produce, in table order
+ALL_COLUMNS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")
