@@ -24,7 +24,7 @@ def main() -> None:
     from idc_toolkit.models.generation import dataset_rows, _decode
     from idc_toolkit.models.registry import get_runner_class
     from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
-    from idc_toolkit.sam_refine import resolve_device
+    from idc_toolkit.devices import resolve_device
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=64)

@@ -44,7 +44,7 @@ def setup(demo_dataset, tmp_path_factory):
 
 
 def _args(setup, out, *extra):
-    return ["--source", str(setup["ds"]), "--split", "test", "--editor", str(setup["editor"]), "--paraphraser", str(setup["lm"]),
+    return ["--dataset", str(setup["ds"]), "--split", "test", "--editor", str(setup["editor"]), "--paraphraser", str(setup["lm"]),
             "--edits-per-image", "2", "--paraphrases", "2", "--steps", "2", "--resolution", "32", "--rows-per-shard", "3",
             "--device", "cpu", "--no-progress", "--out", str(out), *extra]
 
@@ -116,3 +116,15 @@ def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
     assert augment_main(_args(setup, tmp_path / "kept", "--clip-filter", "-1.01", "--clip-model", "tiny-clip-aug",
                               "--clip-config", str(config))) == 0
     assert json.loads((tmp_path / "kept" / "augment_report.json").read_text())["edits"] == 20
+
+
+def test_rerun_with_other_settings_is_refused_and_shards_complete_the_same_folder(setup, tmp_path, capsys):
+    assert augment_main(_args(setup, tmp_path / "full")) == 0
+    assert augment_main(_args(setup, tmp_path / "full", "--steps", "3")) == 1
+    err = capsys.readouterr().err
+    assert "holds an augment run with other settings (steps: 2 -> 3)" in err and "--overwrite" in err
+    assert augment_main(_args(setup, tmp_path / "sharded", "--shard", "0/2")) == 0
+    assert not (tmp_path / "sharded" / "README.md").exists()
+    assert augment_main(_args(setup, tmp_path / "sharded", "--shard", "1/2")) == 0
+    key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731
+    assert [key(r) for r in _rows(tmp_path / "sharded")] == [key(r) for r in _rows(tmp_path / "full")]

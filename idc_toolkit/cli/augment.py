@@ -14,7 +14,8 @@ def make_parser():
 
     d = AugmentConfig()
     p = common.parser("idc-augment", "InstructPix2Pix edits + LLM paraphrased references, as a dataset (BLIP2IDC's Syned recipe).")
-    p.add_argument("--source", required=True, help="an idc-build folder or Hub dataset id with before images and instructions")
+    p.add_argument("--dataset", "--source", dest="source", required=True,
+                   help="an idc-build folder or Hub dataset id with before images and instructions")
     p.add_argument("--split", default="train", help="source split to augment")
     p.add_argument("--instruction-column", help="column holding the instruction (default: the first of captions)")
     p.add_argument("--editor", required=True, help="diffusers InstructPix2Pix pipeline: name or local folder")

@@ -43,6 +43,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def card_record(out: Path) -> Optional[dict[str, Any]]:
     """The run record in ``out/README.md``'s YAML, if the folder holds a finished run."""
     card = out / "README.md"
@@ -156,7 +160,7 @@ class RunFolder:
                 diff = differences(record.get("fields", {}), self.fields)
                 shown = "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
                 what = record.get("kind", "another run")
-                raise RunError(f"{self.out} holds a {what} run with other settings ({shown or 'fingerprint differs'}); "
+                raise RunError(f"{self.out} holds {_article(what)} {what} run with other settings ({shown or 'fingerprint differs'}); "
                                "pass --overwrite to replace it, or choose another --out")
             elif record is None:
                 foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith("."))

@@ -73,15 +73,24 @@ class ListRows:
 
 
 class ParquetRows:
-    """The rows of a split stored as parquet files, read by range through row-group metadata
-    (only the row groups a range touches are read; image cells stay encoded)."""
+    """The rows of a split stored as parquet files, read by range.
+
+    Reads stream: a range is read batch by batch through a buffered reader (``buffer_size``,
+    no pre-buffering), and a read that starts where the previous one stopped continues the
+    same reader. So memory stays at a few batches whatever the row-group size (a foreign
+    parquet file may hold its whole split in one row group), and reading a split part after
+    part costs one pass, not one row group per part.
+    """
+
+    BUFFER_BYTES = 1 << 20
+    STREAM_BATCH = 16
 
     def __init__(self, files: Sequence[Path], columns: Optional[list[str]] = None):
         import pyarrow.parquet as pq
 
         self.files = [Path(f) for f in files]
         self.columns = columns
-        self.groups: list[tuple[int, int, int]] = []  # (file index, row group, first row)
+        self.groups: list[tuple[int, int, int, int]] = []  # (file index, row group, first row, rows)
         first = 0
         for fi, f in enumerate(self.files):
             try:
@@ -89,10 +98,15 @@ class ParquetRows:
             except Exception as exc:  # pyarrow raises several types for a corrupt file
                 raise RunError(f"{f}: not a readable parquet file ({exc})") from None
             for g in range(meta.num_row_groups):
-                self.groups.append((fi, g, first))
-                first += meta.row_group(g).num_rows
+                n = meta.row_group(g).num_rows
+                self.groups.append((fi, g, first, n))
+                first += n
         self.n_rows = first
         self._schema = pq.read_schema(self.files[0]) if self.files else None
+        self._cursor = None  # (group position, next row, batch iterator, pending rows)
+
+    def __getstate__(self):  # readers are not picklable (Ray): a copy starts without one
+        return {**self.__dict__, "_cursor": None}
 
     @property
     def schema(self):
@@ -101,25 +115,50 @@ class ParquetRows:
     def __len__(self) -> int:
         return self.n_rows
 
-    def read_table(self, start: int, stop: int):
-        import pyarrow as pa
+    def _open(self, k: int):
         import pyarrow.parquet as pq
 
-        pieces = []
-        bounds = [g[2] for g in self.groups] + [self.n_rows]
-        for k, (fi, g, first) in enumerate(self.groups):
-            last = bounds[k + 1]
-            if last <= start or first >= stop:
-                continue
-            table = pq.ParquetFile(self.files[fi]).read_row_group(g, columns=self.columns)
-            lo, hi = max(start, first) - first, min(stop, last) - first
-            pieces.append(table.slice(lo, hi - lo))
-        if not pieces:
-            return self._schema.empty_table()
-        return pa.concat_tables(pieces)
+        fi, g, first, _ = self.groups[k]
+        pf = pq.ParquetFile(self.files[fi], buffer_size=self.BUFFER_BYTES, pre_buffer=False)
+        return [k, first, pf.iter_batches(batch_size=self.STREAM_BATCH, row_groups=[g], columns=self.columns), []]
+
+    def _serves(self, row: int) -> bool:
+        """Whether the open reader can reach ``row`` by reading on (same row group, not past it;
+        or exactly at its end, where the next group follows)."""
+        if self._cursor is None:
+            return False
+        k, position = self._cursor[0], self._cursor[1]
+        end = self.groups[k][2] + self.groups[k][3]
+        return position <= row < end or position == row == end
 
     def read(self, start: int, stop: int) -> list[dict[str, Any]]:
-        return self.read_table(start, stop).to_pylist()
+        if not 0 <= start <= stop <= self.n_rows:
+            raise IndexError(f"rows {start}:{stop} of {self.n_rows}")
+        out: list[dict[str, Any]] = []
+        row = start
+        while row < stop:
+            cur = self._cursor
+            if not self._serves(row):
+                k = next(i for i, (_, _, first, n) in enumerate(self.groups) if first <= row < first + n)
+                cur = self._cursor = self._open(k)
+            k, position, batches, pending = cur
+            _, _, first, n = self.groups[k]
+            if position == first + n:  # this row group is done: the next one starts here
+                self._cursor = self._open(k + 1)
+                continue
+            if not pending:
+                pending = cur[3] = next(batches).to_pylist()
+            if position < row:  # skip forward to the wanted row
+                skip = min(len(pending), row - position)
+                del pending[:skip]
+                cur[1] = position + skip
+                continue
+            take = min(len(pending), stop - row)
+            out.extend(pending[:take])
+            del pending[:take]
+            cur[1] = position + take
+            row += take
+        return out
 
 
 class DatasetRows:

@@ -1,0 +1,41 @@
+"""Row sources and the part grid, against plain references."""
+
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from idc_toolkit.runs.rows import ParquetRows, contiguous_block, part_grid
+
+
+def test_parquet_rows_read_any_range_like_a_plain_table(tmp_path):
+    files, everything = [], []
+    for f, (n, group) in enumerate([(37, 10), (5, 100), (64, 64), (23, 7)]):  # row groups of every shape
+        rows = [{"pair_id": f"{f}_{k}", "x": k} for k in range(n)]
+        path = tmp_path / f"train-{f:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=group)
+        files.append(path)
+        everything += rows
+    source = ParquetRows(files)
+    assert len(source) == len(everything)
+    rng = random.Random(0)
+    for _ in range(200):  # random ranges, in random order
+        a = rng.randrange(0, len(everything) + 1)
+        b = rng.randrange(a, min(len(everything), a + 40) + 1)
+        assert source.read(a, b) == everything[a:b]
+    sequential = [r for start in range(0, len(everything), 9) for r in source.read(start, min(start + 9, len(everything)))]
+    assert sequential == everything
+    with pytest.raises(IndexError):
+        source.read(0, len(everything) + 1)
+
+
+def test_shards_are_contiguous_blocks_like_dataset_shard():
+    from datasets import Dataset
+
+    ds = Dataset.from_dict({"i": list(range(23))})
+    for n in (1, 2, 3, 7, 23):
+        blocks = [list(contiguous_block(23, i, n)) for i in range(n)]
+        assert blocks == [ds.shard(n, i, contiguous=True)["i"] for i in range(n)]
+    parts = part_grid("test", 1270, 500)
+    assert [(p.start, p.stop) for p in parts] == [(0, 500), (500, 1000), (1000, 1270)]
