@@ -18,7 +18,6 @@ the Syned synthetic edits themselves are not part of the public release.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -30,6 +29,7 @@ from idc_toolkit.errors import RawFormatError
 from idc_toolkit.building.rawio import read_json
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
+from idc_toolkit.text import strip_surrounding_quotes
 
 from idc_toolkit.building.hfcopy import edit_pair
 
@@ -48,7 +48,6 @@ RAW/
   {PARAPHRASES}              {{"<idx> ": ["paraphrase", ...], ...}}
   emu_edit/                                  a local copy of facebook/emu_edit_test_set_generations
 """
-_QUOTES = re.compile(r'^\s*"(.*)"\s*$', re.S)
 
 
 def parse_instruction_file(path) -> dict[int, str]:
@@ -66,12 +65,7 @@ def parse_instruction_file(path) -> dict[int, str]:
 
 def clean_paraphrase(text: str) -> str:
     """Strip surrounding whitespace and literal surrounding double quotes (repeatedly)."""
-    text = text.strip()
-    while True:
-        m = _QUOTES.match(text)
-        if not m:
-            return text
-        text = m.group(1).strip()
+    return strip_surrounding_quotes(text, '"')
 
 
 @dataclass

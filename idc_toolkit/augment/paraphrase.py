@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from ..text import strip_surrounding_quotes
+
 SYSTEM_PROMPT = (
     "your goal is to write a variation of the user prompt while keeping the meaning of the instruction. "
     "Keep the format of a neutral instruction for a diffusion model. Be concise. Stay really close to the "
@@ -26,20 +28,11 @@ USER_PROMPT = "INSTRUCTION : {instruction}"
 _NUMBERING = re.compile(r"^\s*(?:\(?\d{1,2}\s*[.):]|[-*\u2022])\s*")
 _LABEL = re.compile(r"^\s*(?:variation|instruction|output|answer|paraphrase)\s*\d*\s*:\s*", re.I)
 _PREAMBLE = re.compile(r"^(?:sure|here|certainly|of course|okay|ok|absolutely)\b", re.I)
-_QUOTES = re.compile(r'^\s*["\u201c\u201d\'`]+(.*?)["\u201c\u201d\'`]+\s*$', re.S)
+QUOTE_CHARS = "\"\u201c\u201d'`"
 
 
 def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
-def strip_quotes(text: str) -> str:
-    text = text.strip()
-    while True:
-        m = _QUOTES.match(text)
-        if not m or not m.group(1).strip():
-            return text
-        text = m.group(1).strip()
 
 
 @dataclass
@@ -67,7 +60,7 @@ def clean_candidates(raw: Sequence[str], source: str, already: Sequence[str] = (
             if _PREAMBLE.match(cand) and (cand.rstrip().endswith(":") or "variation" in cand.lower()):
                 out.rejected["preamble"] += 1
                 continue
-            cand = strip_quotes(cand)
+            cand = strip_surrounding_quotes(cand, QUOTE_CHARS, allow_empty=False)
             key = _key(cand)
             n = len(cand.split())
             if not key:
