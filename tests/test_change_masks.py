@@ -188,3 +188,17 @@ def test_soft_patch_mask_and_fac_loss():
     loss.backward()
     assert float(loss.detach()) > 0.5 and uniform.grad is not None
     assert float(fac_kl_loss(uniform, torch.zeros(2, 8, 8))) == 0.0
+
+
+@pytest.mark.parametrize("name", ["astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry"])
+def test_one_pixel_camera_shifts_on_real_photographs_are_found(name):
+    """Real photographs (scikit-image's data folder): a 1-pixel shift right, down or diagonal is
+    compensated and masks nothing (the coarse search alone only sees even shifts)."""
+    skd = pytest.importorskip("skimage.data")
+    img = np.asarray(Image.fromarray(getattr(skd, name)()).resize((240, 240)))
+    big = np.pad(img, ((2, 2), (2, 2), (0, 0)), mode="edge")
+    for dy, dx in ((0, 1), (1, 0), (-1, 1)):
+        before = Image.fromarray(big[2:-2, 2:-2])
+        after = Image.fromarray(big[2 - dy:big.shape[0] - 2 - dy, 2 - dx:big.shape[1] - 2 - dx])
+        m = compute_change_mask(before, after, MaskParams(resize=240))
+        assert m.shift == (dy, dx) and m.mask.mean() < 0.001, (name, dy, dx, m.shift, m.mask.mean())

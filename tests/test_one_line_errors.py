@@ -135,3 +135,26 @@ def test_version_and_runner_specific_help(capsys):
     generic = capsys.readouterr().out
     assert "--num-entities" in davir and "--num-entities" not in generic and "compare" in generic
     assert "(default: 8)" in generic  # defaults are shown
+
+
+def test_a_missing_extra_names_the_extra_to_install(monkeypatch, capsys):
+    from idc_toolkit.cli import common
+
+    def needs_spacy():
+        raise ModuleNotFoundError("No module named 'spacy'", name="spacy")
+
+    assert common.run("idc-demo", needs_spacy) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        "idc-demo: error: spacy is not installed; install the extra: pip install 'idc-toolkit[models]'")
+
+
+def test_git_hash_comes_from_the_installed_distribution_not_the_working_directory(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from idc_toolkit.evaluators.outputs import _git_hash
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a user's own repository
+    monkeypatch.chdir(tmp_path)
+    info = metadata.distribution("idc-toolkit").read_text("direct_url.json") or ""
+    expected = json.loads(info).get("vcs_info", {}).get("commit_id") if info else None
+    assert _git_hash() == expected  # an editable install from a folder records no commit: None

@@ -28,7 +28,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        if "%(default)" in text or action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
             return text
         return text + " (default: %(default)s)"
 

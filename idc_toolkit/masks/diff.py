@@ -4,14 +4,16 @@
     -> DBSCAN over changed pixels -> per cluster: filled region, box, centre point
 
 The regions are the change mask when no Segment Anything checkpoint is given
-(``mask_source = "diff"``); with one, :mod:`idc_toolkit.sam_refine` turns every cluster's box
+(``mask_source = "diff"``); with one, :mod:`idc_toolkit.masks.sam` turns every cluster's box
 and centre point into SAM prompts.
 
 Distractors. The field's classic distractors are a global illumination change and a small
-camera shift (CLEVR-Change's nsc pairs, real surveillance frames). Each image is standardised
-per channel (zero mean, unit variance), so a global gain/offset of brightness cancels; the
-integer shift within ``max_shift`` pixels that best aligns the two images is found on a 2x
-downsampled grey image, and only the overlap of the aligned images is compared.
+camera shift (CLEVR-Change's nsc pairs, real surveillance frames). The before image is relit
+to the after image's illumination (:func:`relight`: a per-channel gain and offset fitted on
+pixels unsaturated in both images, outliers left out, then clipped as a camera clips), so a
+global brightness change cancels; the integer shift within ``max_shift`` pixels that best
+aligns the two images is searched on a 2x downsampled grey image (:func:`best_shift`), and
+only the overlap of the aligned images is compared.
 
 DBSCAN. Running scikit-learn's DBSCAN over every changed pixel is slow (a radius query per
 pixel). :func:`grid_dbscan` computes the same clustering on the pixel grid: neighbour counts
@@ -58,7 +60,6 @@ class ChangeMask:
     mask: np.ndarray  #: bool, at the after image's size
     boxes: list[list[float]]  #: [x0, y0, x1, y1] per kept cluster, after-image pixels
     source: str  #: "sam" when a SAM mask was kept for at least one cluster, else "diff"
-    clusters: list[Cluster] = field(default_factory=list)
     shift: tuple[int, int] = (0, 0)
 
 
@@ -167,9 +168,8 @@ def best_shift(b: np.ndarray, a: np.ndarray, max_shift: int) -> tuple[int, int]:
             cost = float(np.mean(np.abs(ga[dst] - gb[src])))
             if cost < best_cost - 1e-6 or (abs(cost - best_cost) <= 1e-6 and abs(dy) + abs(dx) < abs(best[0]) + abs(best[1])):
                 best, best_cost = (2 * dy, 2 * dx), cost
-    if best == (0, 0):
-        return best
-    # refine at full resolution around the coarse estimate
+    # refine at full resolution around the coarse estimate, (0, 0) included: the coarse grid
+    # only holds even shifts, so a 1-pixel shift is found here or nowhere
     h, w = a.shape[:2]
     gb, ga = b.mean(axis=2), a.mean(axis=2)
     gb = (gb - gb.mean()) / max(float(gb.std()), 1e-3)
@@ -287,4 +287,4 @@ def compute_change_mask(
     full = np.asarray(Image.fromarray(union.astype(np.uint8) * 255).resize((out_w, out_h), Image.NEAREST)) > 127
     sx, sy = out_w / w, out_h / h
     boxes = [[c.box[0] * sx, c.box[1] * sy, (c.box[2] + 1) * sx - 1, (c.box[3] + 1) * sy - 1] for c in clusters]
-    return ChangeMask(mask=full, boxes=boxes, source=source, clusters=clusters, shift=shift)
+    return ChangeMask(mask=full, boxes=boxes, source=source, shift=shift)
