@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from datasets import load_dataset
-from PIL import Image, ImageChops, ImageEnhance
+from PIL import Image, ImageChops, ImageEnhance, ImageFilter
 
 from idc_toolkit.masks.diff import MaskParams, compute_change_mask, grid_dbscan
 from idc_toolkit.cli.precompute import main as precompute_main
@@ -202,3 +202,34 @@ def test_one_pixel_camera_shifts_on_real_photographs_are_found(name):
         after = Image.fromarray(big[2 - dy:big.shape[0] - 2 - dy, 2 - dx:big.shape[1] - 2 - dx])
         m = compute_change_mask(before, after, MaskParams(resize=240))
         assert m.shift == (dy, dx) and m.mask.mean() < 0.001, (name, dy, dx, m.shift, m.mask.mean())
+
+
+class _StubRefiner:
+    """A SAM stand-in whose answer is known: the cluster's own region (IoU 1) for the first
+    cluster, nothing that overlaps (IoU 0) for the others."""
+
+    def refine(self, before, after, clusters, size, tau):
+        out = []
+        for k, c in enumerate(clusters):
+            mask = c.region if k == 0 else np.zeros_like(c.region)
+            out.append(mask if (1.0 if k == 0 else 0.0) >= tau else None)
+        return out
+
+
+def test_clusters_sam_does_not_confirm_are_dropped_as_the_paper_says_or_kept_on_request():
+    rng = np.random.default_rng(3)
+    base = rng.integers(60, 200, (96, 96, 3)).astype(np.uint8)
+    base = np.asarray(Image.fromarray(base).filter(ImageFilter.GaussianBlur(3)))
+    after = base.copy()
+    after[10:30, 10:30] = (255, 0, 0)  # two separate changes
+    after[60:85, 55:80] = (0, 0, 255)
+    before_img, after_img = Image.fromarray(base), Image.fromarray(after)
+    diff_only = compute_change_mask(before_img, after_img, MaskParams(resize=96))
+    assert len(diff_only.boxes) == 2 and diff_only.source == "diff"
+    dropped = compute_change_mask(before_img, after_img, MaskParams(resize=96), _StubRefiner())
+    assert len(dropped.boxes) == 1 and dropped.source == "sam"
+    assert dropped.mask[20, 20] and not dropped.mask[70, 65]  # the unconfirmed cluster is gone
+    kept = compute_change_mask(before_img, after_img, MaskParams(resize=96, keep_unmatched=True), _StubRefiner())
+    assert len(kept.boxes) == 2 and kept.mask[20, 20] and kept.mask[70, 65]
+    nothing = compute_change_mask(before_img, after_img, MaskParams(resize=96, tau=1.01), _StubRefiner())
+    assert not nothing.mask.any() and nothing.boxes == [] and nothing.source == "diff"

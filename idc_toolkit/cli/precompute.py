@@ -45,6 +45,8 @@ def make_parser():
     for name, text in helps.items():
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
+    m.add_argument("--keep-unmatched", action="store_true",
+                   help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             from ..masks import MaskParams, add_change_masks
 
             params = MaskParams(resize=args.resize, delta=args.delta, eps=args.eps, min_samples=args.min_samples,
-                                max_shift=args.max_shift, tau=args.tau, min_region=args.min_region)
+                                max_shift=args.max_shift, tau=args.tau, min_region=args.min_region,
+                                keep_unmatched=args.keep_unmatched)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

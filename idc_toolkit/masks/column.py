@@ -80,7 +80,9 @@ def add_change_masks(
         check_sam_arguments(sam_checkpoint, sam_type)  # before any row is read
         how = (f"Segment Anything (`{sam_type}`, checkpoint `{Path(sam_checkpoint).name}`) prompted with each cluster's box "
                f"and centre point on the after and the before image; the best of the 6 masks is kept when its IoU with the "
-               f"cluster's region is at least tau, otherwise the cluster's diff region is kept.")
+               f"cluster's region is at least tau; "
+               + ("a cluster whose masks all miss tau keeps its diff region (`keep_unmatched`, our option)."
+                  if params.keep_unmatched else "a cluster whose masks all miss tau is dropped (DAVIR §3.1)."))
     else:
         how = ("No Segment Anything checkpoint was given: every mask is the union of the diff clusters' regions "
                "(`mask_source = diff`).")

@@ -42,6 +42,9 @@ class MaskParams:
     min_samples: int = 6  #: DBSCAN core-point count, the point itself included
     max_shift: int = 4  #: largest camera shift searched (working-resolution pixels)
     tau: float = 0.5  #: IoU a SAM mask needs with its cluster's region to be kept
+    #: with SAM: keep a cluster's diff region when no SAM mask reaches tau (our option); the
+    #: paper (DAVIR §3.1) drops such clusters as background noise, the default
+    keep_unmatched: bool = False
     min_region: int = 12  #: clusters with fewer pixels are dropped as noise
 
     def to_dict(self) -> dict:
@@ -277,9 +280,14 @@ def compute_change_mask(
     source = "diff"
     regions = [c.region for c in clusters]
     if refiner is not None and clusters:
-        regions = refiner.refine(before, after, clusters, (w, h), params.tau)  # type: ignore[attr-defined]
-        if getattr(refiner, "last_kept", 0):
+        refined = refiner.refine(before, after, clusters, (w, h), params.tau)  # type: ignore[attr-defined]
+        if any(r is not None for r in refined):
             source = "sam"  # at least one cluster took its SAM mask
+        if params.keep_unmatched:
+            regions = [r if r is not None else c.region for r, c in zip(refined, clusters)]
+        else:  # DAVIR: only clusters confirmed by a SAM mask survive
+            clusters = [c for r, c in zip(refined, clusters) if r is not None]
+            regions = [r for r in refined if r is not None]
     union = np.zeros((h, w), dtype=bool)
     for region in regions:
         union |= region

@@ -3,8 +3,9 @@
 Every cluster's bounding box and centre point prompt ``SamPredictor`` on the after image and
 on the before image (a removal is only visible in the before image); of the 2 x 3 masks
 (``multimask_output``), the one with the highest IoU with the cluster's region is kept when
-that IoU reaches ``tau``. A cluster whose best SAM mask stays below ``tau`` keeps its diff
-region, so nothing the difference found is lost.
+that IoU reaches ``tau``. A cluster whose best SAM mask stays below ``tau`` is dropped, as the
+paper's "suppresses irrelevant background noise" says; ``keep_unmatched`` keeps its diff
+region instead (our option).
 
 Checkpoints load with ``torch.load(weights_only=True)`` (no pickled code runs) into the
 architecture ``--sam-type`` names: ``vit_h``, ``vit_l``, ``vit_b`` (segment-anything's
@@ -97,22 +98,18 @@ class SamRefiner:
         return masks.cpu().numpy()  # (clusters, 3, H, W) bool
 
     def refine(self, before: Image.Image, after: Image.Image, clusters: Sequence, size: tuple[int, int], tau: float):
-        """One region per cluster: the best SAM mask if its IoU with the region >= tau."""
+        """Per cluster: its best SAM mask if that mask's IoU with the cluster's region reaches
+        tau, else ``None`` (the caller drops the cluster, as DAVIR does, or keeps its region)."""
         a = np.asarray(after.convert("RGB").resize(size, Image.BILINEAR))
         b = np.asarray(before.convert("RGB").resize(size, Image.BILINEAR))
         boxes = np.array([c.box for c in clusters], dtype=np.float32)
         points = np.array([c.point for c in clusters], dtype=np.float32)
         cands = np.concatenate([self._candidates(a, boxes, points), self._candidates(b, boxes, points)], axis=1)
-        regions, kept = [], 0
+        regions = []
         for c, masks in zip(clusters, cands):
             inter = (masks & c.region).sum(axis=(1, 2))
             union = (masks | c.region).sum(axis=(1, 2))
             iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
             j = int(np.argmax(iou))
-            if iou[j] >= tau:
-                regions.append(masks[j])
-                kept += 1
-            else:
-                regions.append(c.region)
-        self.last_kept = kept
+            regions.append(masks[j] if iou[j] >= tau else None)
         return regions
