@@ -1,8 +1,9 @@
 """idc-augment's peak memory against the number of source rows: it streams, so it stays flat.
 
-    python benchmarks/augment_memory.py [--rows 50 200 800]
+    python benchmarks/augment_memory.py [--rows 50 400] [--size 448]
 
-Each run augments a source split of N real-photo pairs (224x224 PNGs, as a built dataset)
+Each run augments a source split of N real-photo pairs (``--size`` PNGs, written as one parquet
+file of one row group, the worst case for a reader)
 with a tiny random InstructPix2Pix pipeline and a tiny random chat model (1 edit, 1 step,
 32 px: the models are not what is measured), in a fresh process; peak RSS is that process's
 ``ru_maxrss``. The source's own size on disk is printed beside it: a pipeline that loaded the
@@ -30,7 +31,8 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, nargs="+", default=[50, 200, 800])
+    p.add_argument("--rows", type=int, nargs="+", default=[50, 400])
+    p.add_argument("--size", type=int, default=448)
     args = p.parse_args()
     from photo_pairs import pasted_pairs, write_pairs_dataset
 
@@ -41,7 +43,7 @@ def main() -> None:
         editor, lm = save_tiny_instruct_pix2pix(tmp / "ip2p"), save_tiny_chat_lm(tmp / "lm")
         print("| source rows | source parquet | peak RSS |\n| ---: | ---: | ---: |")
         for n in args.rows:
-            ds = write_pairs_dataset(tmp / f"src{n}", pasted_pairs(n))
+            ds = write_pairs_dataset(tmp / f"src{n}", pasted_pairs(n, args.size))
             size = sum(f.stat().st_size for f in (ds / "data").glob("*.parquet"))
             out = subprocess.run([sys.executable, "-c", CHILD, str(ds), str(tmp / f"aug{n}"), str(editor), str(lm)],
                                  capture_output=True, text=True, check=True)

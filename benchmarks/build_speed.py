@@ -105,6 +105,8 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=10_000)
     p.add_argument("--workdir")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--modes", nargs="+", default=["idc", "naive", "naive_embed", "naive_pil"],
+                   help="which paths to run (idc, naive, naive_embed, naive_pil)")
     p.add_argument("--child", nargs=3, metavar=("MODE", "RAW", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -117,7 +119,7 @@ def main() -> None:
         make_raw_tree(raw, args.pairs)
         print(f"raw tree: {args.pairs} pairs of 224x224 PNGs in {time.perf_counter() - t:.1f} s ({work})")
     results = {}
-    for mode in ("idc", "naive", "naive_embed", "naive_pil"):
+    for mode in args.modes:
         out = work / f"out_{mode}"
         shutil.rmtree(out, ignore_errors=True)
         proc = subprocess.run([sys.executable, __file__, "--child", mode, str(raw), str(out)], capture_output=True, text=True)

@@ -193,7 +193,8 @@ def write_build_card(folder: Path, builder: "PairBuilder", features: "Features",
 
 
 def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: str, features: "Features",
-                    summaries: dict[str, "SplitSummary"], section: str, run_record: dict[str, Any]) -> Path:
+                    summaries: dict[str, "SplitSummary"], section: str, run_record: dict[str, Any],
+                    new_facts: Optional[dict[str, Any]] = None) -> Path:
     """README.md of a column pass: the source's card with the new features, sizes and run
     record in its YAML and the pass documented as a section of the body (a rerun replaces
     its own section)."""
@@ -204,7 +205,7 @@ def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: st
 
         card = DatasetCard.load(source_folder / "README.md")
         base, body = card.data.to_dict(), card.text
-    facts = dict(base.get(FACTS_KEY) or {})
+    facts = {**(base.get(FACTS_KEY) or {}), **(new_facts or {})}
     data = dataset_card_data(
         pretty_name=base.get("pretty_name") or Path(str(source_name)).name, license=base.get("license") or "other",
         features=features, summaries=summaries, task_categories=base.get("task_categories") or ["image-to-text"],

@@ -24,6 +24,11 @@ def test_phrase_strategies_on_the_real_spacy_model(nlp):
     doc = nlp("The small red metallic block that is to the right of the tiny brown sphere has been removed")
     assert extract_phrases(doc, "davir") == ["small red metallic block", "right", "tiny brown sphere"]
     assert extract_phrases(doc, "cheer") == ["small red metallic block"]
+    # CHEER's subject, where a caption has no noun subject: the object noun phrase
+    assert extract_phrases(nlp("there is no longer a big gray rubber sphere"), "cheer") == ["big gray rubber sphere"]
+    assert extract_phrases(nlp("someone added a big cyan cylinder"), "cheer") == ["big cyan cylinder"]
+    assert extract_phrases(nlp("Remove the water bottle"), "cheer") == ["water bottle"]
+    assert extract_phrases(nlp("a car has been parked in the lot"), "cheer") == ["car"]
     rdd = extract_phrases(nlp("someone took out the blue rubber cube"), "rdd")
     assert rdd == ["blue rubber cube", "take out"]
     assert nlp.meta["version"] == "3.8.0"
@@ -34,6 +39,10 @@ def test_retrieval_rules():
     s_after = np.array([0.8, 0.1, 0.25, 0.3])
     assert [i for i, _ in retrieve(s_before, s_after, "davir", 2)] == [1, 0]
     cheer = retrieve(s_before, s_after, "cheer", 3)
+    # eq. 1 is signed: a phrase that lost score (removed: S_bef > S_aft) outranks one that gained
+    sb, sa = np.array([0.1, 0.6, 0.2]), np.array([0.9, 0.1, 0.2])
+    assert [i for i, _ in retrieve(sb, sa, "cheer", 2)] == [1, 0]
+    assert [i for i, _ in retrieve(sb, sa, "cheer", 2, "absolute")] == [0, 1]
     assert [i for i, _ in cheer] == [1, 0] and cheer[0][1] == pytest.approx(0.8)  # index 3: never above its mean
 
 

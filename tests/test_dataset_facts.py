@@ -38,3 +38,13 @@ def test_a_copy_without_build_files_keeps_the_facts_and_blip2idc_preprocessing(t
     with pytest.raises(IDCError, match="records no pair style .* pass --pair-style"):
         Blip2IDCRunner.check_dataset(cols, {}, {}, "a dataset from elsewhere")
     Blip2IDCRunner.check_dataset(cols, {}, {"pair_style": "edit"}, "a dataset from elsewhere")
+
+
+def test_davir_refuses_entities_retrieved_by_another_strategy():
+    from idc_toolkit.models.davir import DavirRunner
+
+    cols = ["pair_id", "before", "after", "entities"]
+    DavirRunner.check_dataset(cols, {"entities_strategy": "davir"}, {}, "ok")
+    DavirRunner.check_dataset(cols, {}, {}, "entities of unknown origin")
+    with pytest.raises(IDCError, match="retrieved with the 'cheer' strategy .* --strategy davir"):
+        DavirRunner.check_dataset(cols, {"entities_strategy": "cheer"}, {}, "cheer entities")

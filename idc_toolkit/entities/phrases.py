@@ -4,6 +4,8 @@ Phrase extraction (``--phrases``), on spaCy's ``en_core_web_sm`` 3.8.0:
 
 * ``davir``: noun phrases (spaCy noun chunks), as DAVIR's vocabulary;
 * ``cheer``: sentence subjects (the noun chunk of every ``nsubj``/``nsubjpass``), as CHEER;
+  a sentence with no noun subject (imperative, existential, pronoun subject) gives its first
+  object noun phrase instead;
 * ``rdd``: noun segments plus verb segments (a verb's lemma with its particles and
   negation, e.g. ``add``, ``take out``), as RDD's noun/verb segments.
 
@@ -58,17 +60,32 @@ def _chunk_phrase(chunk) -> Optional[str]:
     return text or None
 
 
+#: dependency labels of an object noun phrase, the subject's stand-in in captions without one
+_OBJECTS = ("dobj", "attr", "oprd", "pobj", "obj")
+
+
+def _subjects(doc) -> list[str]:
+    """CHEER's subject phrases, per sentence: the noun chunks heading a (passive) subject; a
+    sentence whose subject is missing (imperative: "Remove the water bottle"), an expletive
+    ("there is no longer a big sphere") or a pronoun ("someone added a cylinder") falls back to
+    its first object noun phrase, which names what changed."""
+    out: list[str] = []
+    for sent in doc.sents:
+        chunks = [c for c in doc.noun_chunks if c.start >= sent.start and c.end <= sent.end]
+        subjects = [p for c in chunks if c.root.dep_ in ("nsubj", "nsubjpass") for p in [_chunk_phrase(c)] if p]
+        if not subjects:
+            subjects = [p for c in chunks if c.root.dep_ in _OBJECTS for p in [_chunk_phrase(c)] if p][:1]
+        out += subjects
+    return out
+
+
 def extract_phrases(doc, strategy: str = "davir") -> list[str]:
     """Phrases of one parsed caption, in order of appearance, duplicates removed."""
     out: list[str] = []
     if strategy in ("davir", "rdd"):
         out += [p for p in (_chunk_phrase(c) for c in doc.noun_chunks) if p]
     if strategy == "cheer":
-        for chunk in doc.noun_chunks:
-            if chunk.root.dep_ in ("nsubj", "nsubjpass"):
-                p = _chunk_phrase(chunk)
-                if p:
-                    out.append(p)
+        out += _subjects(doc)
     if strategy == "rdd":
         for tok in doc:
             if tok.pos_ == "VERB" and tok.lemma_.lower() not in ("be", "have"):

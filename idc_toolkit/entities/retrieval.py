@@ -7,9 +7,9 @@ embeddings of ``"a photo of {phrase}."`` for every vocabulary phrase:
   ``change_mask`` column, or a diff mask computed on the fly), S_bef and S_aft; the union of
   both top-k lists ranked by the larger of the two scores, top-k kept;
 * ``cheer`` (eq. 1): full images; the phrases with at least one score above that image's
-  mean score, ranked by |S_bef - S_aft|. The absolute value is our choice: an added object
-  raises S_aft, a removed one raises S_bef, and both are changes; ``entity_scores`` holds
-  |S_bef - S_aft|.
+  mean score, ranked by the signed S_bef - S_aft, as the paper writes it (``entity_scores``
+  holds it); ``cheer_score="absolute"`` ranks by |S_bef - S_aft| instead (our option: an added
+  object raises S_aft, a removed one S_bef).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import numpy as np
 from ..errors import IDCError
 
 RETRIEVAL_STRATEGIES = ("davir", "cheer")
+#: CHEER eq. 1 ranks by the signed S_bef - S_aft (the paper); ``absolute`` is our option
+CHEER_SCORES = ("signed", "absolute")
 PROMPT = "a photo of {}."
 
 
@@ -62,7 +64,8 @@ def masked(image, mask: Optional[np.ndarray]):
     return Image.fromarray((np.asarray(rgb, dtype=np.float32) * soft[..., None]).astype(np.uint8))
 
 
-def retrieve(s_before: np.ndarray, s_after: np.ndarray, strategy: str, k: int) -> list[tuple[int, float]]:
+def retrieve(s_before: np.ndarray, s_after: np.ndarray, strategy: str, k: int,
+             cheer_score: str = "signed") -> list[tuple[int, float]]:
     """Indices and scores of the top-k phrases of one pair (see module docstring)."""
     if strategy == "davir":
         top_b = np.argsort(-s_before)[:k]
@@ -72,8 +75,10 @@ def retrieve(s_before: np.ndarray, s_after: np.ndarray, strategy: str, k: int) -
         ranked = sorted(union, key=lambda i: (-best[i], i))[:k]
         return [(i, float(best[i])) for i in ranked]
     if strategy == "cheer":
+        if cheer_score not in CHEER_SCORES:
+            raise IDCError(f"unknown CHEER score {cheer_score!r}; choose {', '.join(CHEER_SCORES)}")
         eligible = np.nonzero((s_before > s_before.mean()) | (s_after > s_after.mean()))[0]
-        diff = np.abs(s_before - s_after)
+        diff = s_before - s_after if cheer_score == "signed" else np.abs(s_before - s_after)
         ranked = sorted(eligible.tolist(), key=lambda i: (-diff[i], i))[:k]
         return [(i, float(diff[i])) for i in ranked]
     raise IDCError(f"unknown retrieval strategy {strategy!r}; choose {', '.join(RETRIEVAL_STRATEGIES)}")

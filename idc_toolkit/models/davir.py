@@ -69,6 +69,16 @@ class DavirRunner(Runner):
                            help="davir: save final-layer CLS-to-patch attention maps over both images (Fig. 4 style)")
         group.add_argument("--max-new-tokens", type=int, default=77, help="greedy decoding length (default: %(default)s)")
 
+    @classmethod
+    def check_dataset(cls, columns, facts, options, where) -> None:
+        super().check_dataset(columns, facts, options, where)
+        made_by = facts.get("entities_strategy")
+        if made_by not in (None, "davir"):
+            from ..errors import IDCError
+
+            raise IDCError(f"{where}: its entities were retrieved with the {made_by!r} strategy (its card says so); "
+                           "DAVIR's prompt takes DAVIR's entities: run idc-precompute entities --strategy davir")
+
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
                  revision: Optional[str] = None, max_new_tokens: int = 77, num_entities: int = 1,
                  save_attention: Optional[str] = None, **_: Any):

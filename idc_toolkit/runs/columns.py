@@ -77,7 +77,8 @@ class ColumnTask:
 
 def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute, new_features: Mapping[str, Any],
                     params: Mapping[str, Any], card_section: str, splits: Optional[list[str]] = None,
-                    extra_files: Optional[Mapping[str, str]] = None, shard: tuple[int, int] = (0, 1),
+                    extra_files: Optional[Mapping[str, str]] = None, facts: Optional[Mapping[str, Any]] = None,
+                    shard: tuple[int, int] = (0, 1),
                     engine: str = "local", device: str = "cpu", overwrite: bool = False, progress: bool = True,
                     rows_per_part: int = DEFAULT_ROWS_PER_PART, batch_size: int = 16,
                     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, ray_address: Optional[str] = None,
@@ -86,7 +87,8 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
 
     ``compute`` may have ``setup(device)`` to load its models once per process or Ray actor;
     it must be picklable for ``engine="ray"`` (load models in ``setup``, not ``__init__``).
-    ``params`` are the pass's settings, recorded in the fingerprint and in the card.
+    ``params`` are the pass's settings, recorded in the fingerprint and in the card; ``facts``
+    are added to the dataset's facts (what consumers read back, e.g. which entity strategy).
     """
     src, out = str(dataset), Path(out)
     if Path(src).exists() and Path(src).resolve() == out.resolve():
@@ -121,7 +123,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
             if (local / "build_report.json").is_file():
                 (final / "build_report.json").write_bytes((local / "build_report.json").read_bytes())
             write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, card_section,
-                            folder.record())
+                            folder.record(), dict(facts or {}))
 
         folder.finalise(stage)
     from .engine import barrier
