@@ -128,3 +128,17 @@ def test_rerun_with_other_settings_is_refused_and_shards_complete_the_same_folde
     assert augment_main(_args(setup, tmp_path / "sharded", "--shard", "1/2")) == 0
     key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731
     assert [key(r) for r in _rows(tmp_path / "sharded")] == [key(r) for r in _rows(tmp_path / "full")]
+
+
+def test_paraphrase_only_keeps_the_pairs_and_writes_paraphrased_references(setup, tmp_path):
+    out = tmp_path / "refs"
+    args = ["--dataset", str(setup["ds"]), "--split", "test", "--paraphraser", str(setup["lm"]), "--paraphrases", "2",
+            "--paraphrase-only", "--device", "cpu", "--no-progress", "--out", str(out)]
+    assert augment_main(args) == 0
+    ds, src = load_dataset(str(out), split="test"), load_dataset(str(setup["ds"]), split="test")
+    assert ds["pair_id"] == src["pair_id"] and ds.features == src.features
+    for new, old in zip(_rows(out), [r for f in sorted((setup["ds"] / "data").glob("test-*.parquet"))
+                                     for r in pq.read_table(f).to_pylist()]):
+        assert new["before"] == old["before"] and new["after"] == old["after"]  # the pairs as they were
+        assert new["captions"][0] == old["captions"][0].strip() and 1 <= len(new["captions"]) <= 3
+    assert "Paraphrased references" in (out / "README.md").read_text()

@@ -63,13 +63,16 @@ class AugmentConfig:
     rows_per_shard: int = 16
     paraphrase_tries: int = 3
     clip_filter: Optional[float] = None
+    #: no image editing: the source pairs as they are, captions = instruction + paraphrases
+    #: (how Syned's test references were written)
+    paraphrase_only: bool = False
 
 
 @dataclass
 class Models:
     """Which models the task loads in :meth:`AugmentTask.setup` (names or local folders)."""
 
-    editor: str
+    editor: Optional[str]
     paraphraser: str
     clip_model: Optional[str] = None
     clip_checkpoint: Optional[str] = None
@@ -92,16 +95,22 @@ class AugmentTask:
         self.editor = self.paraphraser = self.clip = None
 
     def setup(self, device: str) -> None:
-        if self.editor is not None:
+        if self.paraphraser is not None:
             return
         from .clip_filter import ClipDirectional
         from .editor import Editor
         from .paraphrase import Paraphraser
 
         m = self.models
-        self.editor = Editor(m.editor, device)
+        self.editor = Editor(m.editor, device) if not self.cfg.paraphrase_only else None
         self.paraphraser = Paraphraser(m.paraphraser, device)
         self.clip = ClipDirectional(m.clip_model, m.clip_checkpoint, device, m.clip_config) if m.clip_model else None
+
+    def _count(self, stats: dict[str, Any], pid: str, refs: list[str], rejected) -> None:
+        for reason, n in rejected.items():
+            stats["paraphrase_rejections"][reason] = stats["paraphrase_rejections"].get(reason, 0) + n
+        if len(refs) < self.cfg.paraphrases:
+            stats["shortfalls"][pid] = f"{len(refs)} of {self.cfg.paraphrases} paraphrases after {self.cfg.paraphrase_tries} tries"
 
     def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
         cfg = self.cfg
@@ -115,15 +124,19 @@ class AugmentTask:
                 stats["shortfalls"][pid] = "no instruction"
                 continue
             instruction = instruction.strip()
+            if cfg.paraphrase_only:
+                refs, rejected = self.paraphraser.paraphrase(instruction, cfg.paraphrases, edit_seed(cfg.seed, pid, -1),
+                                                             cfg.paraphrase_tries)
+                self._count(stats, pid, refs, rejected)
+                out.append({**row, "captions": [instruction, *refs]})
+                stats["rows"] += 1
+                continue
             before = decode_image(row["before"])
             seeds = [edit_seed(cfg.seed, pid, e) for e in range(cfg.edits_per_image)]
             edits = self.editor.edit(before, instruction, seeds, cfg)
             refs, rejected = self.paraphraser.paraphrase(instruction, cfg.paraphrases, edit_seed(cfg.seed, pid, -1),
                                                          cfg.paraphrase_tries)
-            for reason, n in rejected.items():
-                stats["paraphrase_rejections"][reason] = stats["paraphrase_rejections"].get(reason, 0) + n
-            if len(refs) < cfg.paraphrases:
-                stats["shortfalls"][pid] = f"{len(refs)} of {cfg.paraphrases} paraphrases after {cfg.paraphrase_tries} tries"
+            self._count(stats, pid, refs, rejected)
             src = editor_input(before, cfg.resolution)  # the before image as the editor saw it
             before_png = _png(src)
             sims = self.clip.directional(src, edits, instruction) if self.clip is not None else [None] * len(edits)
@@ -156,8 +169,10 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
             raise IDCError(f"{source} [{split}] has no {needed!r} column")
     if cfg.clip_filter is not None and not models.clip_model:
         raise IDCError("--clip-filter needs --clip-model (and --clip-checkpoint for real weights)")
+    if not cfg.paraphrase_only and not models.editor:
+        raise IDCError("--editor is needed (or --paraphrase-only to write paraphrased references without editing)")
     categories = src_features[CATEGORY].names if isinstance(src_features.get(CATEGORY), ClassLabel) else None
-    features = pair_features(categories, EXTRA)
+    features = src_features if cfg.paraphrase_only else pair_features(categories, EXTRA)
     fields = {"input": src_fp, "split": split, "instruction_column": column, **asdict(cfg), **asdict(models),
               "editor_sha256": path_content(models.editor), "paraphraser_sha256": path_content(models.paraphraser),
               "clip_checkpoint_sha256": path_content(models.clip_checkpoint), "clip_config": path_content(models.clip_config),
@@ -166,16 +181,17 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
     task = AugmentTask(models, cfg, column, features, categories is not None)
-    outcome = run_job(folder, {"train": rows}, task, rows_per_part=cfg.rows_per_shard, job=shard, engine=engine, device=device,
+    out_split = split if cfg.paraphrase_only else "train"  # paraphrased references keep their split
+    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_shard, job=shard, engine=engine, device=device,
                       progress=progress, desc="idc-augment", **engine_options)
     report: dict[str, Any] = {"complete": outcome.complete, "parts_done": outcome.parts_written, "parts": outcome.parts_total}
     if outcome.complete and outcome.is_main:
         def stage(final: Path) -> None:
-            summary = assemble(folder, ["train"], features, final)["train"]
+            summary = assemble(folder, [out_split], features, final)[out_split]
             params = {**asdict(cfg), "source": str(source), "source_split": split, **asdict(models)}
             totals = summary.stats
             (final / REPORT_FILE).write_text(json.dumps({"parameters": params, **totals}, indent=2) + "\n")
-            _write_card(final, source, features, summary, cfg, models, params, folder.record())
+            _write_card(final, source, features, out_split, summary, cfg, models, params, folder.record())
 
         folder.finalise(stage)
         totals = json.loads((out / REPORT_FILE).read_text())
@@ -184,18 +200,39 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
     return report
 
 
-def _write_card(final: Path, source: str, features, summary, cfg: AugmentConfig, models: Models, params: dict[str, Any],
-                record: dict[str, Any]) -> None:
+def _write_card(final: Path, source: str, features, split: str, summary, cfg: AugmentConfig, models: Models,
+                params: dict[str, Any], record: dict[str, Any]) -> None:
     from ..cards import dataset_card_data, dataset_facts, save_card
 
     totals = summary.stats
-    facts = {**dataset_facts(source), "builder": "augment", "pair_style": "edit"}
+    facts = {**dataset_facts(source), "builder": "augment"}
+    if not cfg.paraphrase_only:
+        facts["pair_style"] = "edit"
     facts.setdefault("categories", features[CATEGORY].names if CATEGORY in features else None)
     data = dataset_card_data(
-        pretty_name=f"Syned-style augmentation of {Path(str(source)).name}", license="other", features=features,
-        summaries={"train": summary} if summary.num_examples else {}, task_categories=["image-to-text"],
+        pretty_name=f"{'Paraphrased references' if cfg.paraphrase_only else 'Syned-style augmentation'} of "
+                    f"{Path(str(source)).name}", license="other", features=features,
+        summaries={split: summary} if summary.num_examples else {}, task_categories=["image-to-text"],
         task_ids=["image-captioning"], source_datasets=[str(source)], tags=["image-difference-captioning", "synthetic", "idc-toolkit"],
         facts=facts, run_record=record)
+    if cfg.paraphrase_only:
+        body = f"""# Paraphrased references of {Path(str(source)).name}
+
+Written by `idc-augment --paraphrase-only` (idc-toolkit), as Syned's test references were made
+(BLIP2IDC, Evennou et al., WACV 2025): the source's pairs unchanged, each pair's references =
+its instruction + {cfg.paraphrases} paraphrases by the chat model `{models.paraphraser}`, cleaned
+(quotes, numbering, preambles, empties, duplicates, copies of the instruction and out-of-range
+lengths removed). {len(totals.get('shortfalls', {}))} of {totals.get('rows', 0)} rows got fewer
+paraphrases than asked; every shortfall is in `{REPORT_FILE}`.
+
+Parameters:
+
+```json
+{json.dumps(params, indent=2, sort_keys=True, default=str)}
+```
+"""
+        save_card(final, data, body)
+        return
     body = f"""# Syned-style augmentation of {Path(str(source)).name}
 
 Written by `idc-augment` (idc-toolkit) with the Syned recipe of BLIP2IDC (Evennou et al., WACV 2025):

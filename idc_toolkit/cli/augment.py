@@ -18,7 +18,9 @@ def make_parser():
                    help="an idc-build folder or Hub dataset id with before images and instructions")
     p.add_argument("--split", default="train", help="source split to augment")
     p.add_argument("--instruction-column", help="column holding the instruction (default: the first of captions)")
-    p.add_argument("--editor", required=True, help="diffusers InstructPix2Pix pipeline: name or local folder")
+    p.add_argument("--editor", help="diffusers InstructPix2Pix pipeline: name or local folder (not with --paraphrase-only)")
+    p.add_argument("--paraphrase-only", action="store_true",
+                   help="no editing: the source pairs with instruction + paraphrases as references (Syned's test references)")
     p.add_argument("--paraphraser", required=True, help="transformers chat model with a chat template: name or folder")
     p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)")
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
@@ -57,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = AugmentConfig(edits_per_image=args.edits_per_image, paraphrases=args.paraphrases, seed=args.seed, steps=args.steps,
                             guidance_scale=args.guidance_scale, image_guidance_scale=args.image_guidance_scale,
                             resolution=args.resolution, rows_per_shard=args.rows_per_shard,
-                            paraphrase_tries=args.paraphrase_tries, clip_filter=args.clip_filter)
+                            paraphrase_tries=args.paraphrase_tries, clip_filter=args.clip_filter,
+                            paraphrase_only=args.paraphrase_only)
         models = Models(args.editor, args.paraphraser, args.clip_model, args.clip_checkpoint, args.clip_config)
         report = augment_dataset(args.source, args.out, models, cfg, args.split, args.instruction_column,
                                  parse_shard(args.shard), device=resolve_device(args.device) if args.engine == "local" else args.device,
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                                  ray_address=args.ray_address, ray_actors=args.ray_actors,
                                  ray_gpus_per_actor=args.ray_gpus_per_actor)
         print(json.dumps(report, indent=1, default=str))
-        if report["complete"] and report.get("edits") == 0:
+        if report["complete"] and report.get("edits") == 0 and not args.paraphrase_only:
             raise IDCError(f"no edited pair was kept (CLIP filter rejections: {report.get('rejected_by_clip')}); "
                            f"see {args.out}/augment_report.json")
         if not report["complete"]:
