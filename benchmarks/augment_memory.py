@@ -2,8 +2,8 @@
 
     python benchmarks/augment_memory.py [--rows 50 400] [--size 448]
 
-Each run augments a source split of N real-photo pairs (``--size`` PNGs, written as one parquet
-file of one row group, the worst case for a reader)
+Each run augments a source split of N real-photo pairs (``--size`` PNGs, one parquet file with
+100-row row groups, as the toolkit writes datasets)
 with a tiny random InstructPix2Pix pipeline and a tiny random chat model (1 edit, 1 step,
 32 px: the models are not what is measured), in a fresh process; peak RSS is that process's
 ``ru_maxrss``. The source's own size on disk is printed beside it: a pipeline that loaded the

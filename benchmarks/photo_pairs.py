@@ -50,13 +50,17 @@ def _png(image: Image.Image) -> bytes:
 
 
 def write_pairs_dataset(folder: Path, pairs: list[tuple[Image.Image, Image.Image]], split: str = "train") -> Path:
-    """A dataset folder in the toolkit's schema (one parquet file) holding ``pairs``."""
-    from datasets import Dataset
+    """A dataset folder in the toolkit's schema holding ``pairs``: one parquet file with
+    100-row row groups, as ``idc-build`` and ``push_to_hub`` write image datasets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from idc_toolkit.schema import pair_features
 
+    features = pair_features()
     rows = [{"pair_id": str(k), "before": {"bytes": _png(b), "path": None}, "after": {"bytes": _png(a), "path": None},
              "captions": ["something was added"]} for k, (b, a) in enumerate(pairs)]
     (folder / "data").mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows, features=pair_features()).to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
+    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
+    pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet", row_group_size=100)
     return folder
