@@ -38,11 +38,7 @@ def make_parser():
     p.add_argument("--clip-checkpoint", help="open_clip weights for --clip-model (random without)")
     p.add_argument("--clip-config", help="an open_clip model config JSON to register")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
-    p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of source rows")
-    p.add_argument("--engine", default="local", choices=["local", "ray"], help="local: this process (or torchrun ranks); ray: Ray actors")
-    p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
-    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors")
-    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+    common.add_engine_options(p)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return p
 
@@ -54,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     def work() -> int:
         from ..augment import AugmentConfig, Models, augment_dataset
         from ..devices import resolve_device
-        from ..runs import parse_shard
 
         cfg = AugmentConfig(edits_per_image=args.edits_per_image, paraphrases=args.paraphrases, seed=args.seed, steps=args.steps,
                             guidance_scale=args.guidance_scale, image_guidance_scale=args.image_guidance_scale,
@@ -63,10 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                             paraphrase_only=args.paraphrase_only)
         models = Models(args.editor, args.paraphraser, args.clip_model, args.clip_checkpoint, args.clip_config)
         report = augment_dataset(args.source, args.out, models, cfg, args.split, args.instruction_column,
-                                 parse_shard(args.shard), device=resolve_device(args.device) if args.engine == "local" else args.device,
-                                 overwrite=args.overwrite, progress=not args.no_progress, engine=args.engine,
-                                 ray_address=args.ray_address, ray_actors=args.ray_actors,
-                                 ray_gpus_per_actor=args.ray_gpus_per_actor)
+                                 device=resolve_device(args.device) if args.engine == "local" else args.device,
+                                 overwrite=args.overwrite, progress=not args.no_progress, **common.engine_options(args))
         print(json.dumps(report, indent=1, default=str))
         if report["complete"] and report.get("edits") == 0 and not args.paraphrase_only:
             raise IDCError(f"no edited pair was kept (CLIP filter rejections: {report.get('rejected_by_clip')}); "

@@ -45,6 +45,24 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
 
 
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """How a run-engine job is split and where it runs (idc-precompute, idc-augment)."""
+    p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of rows")
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="local: this process (or torchrun ranks); ray: Ray Data actors")
+    p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
+    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, at most one per part)")
+    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+
+
+def engine_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments :func:`add_engine_options`' flags give a run-engine job."""
+    from ..runs import parse_shard
+
+    return {"shard": parse_shard(args.shard), "engine": args.engine, "ray_address": args.ray_address,
+            "ray_actors": args.ray_actors, "ray_gpus_per_actor": args.ray_gpus_per_actor}
+
+
 def setup_logging(args: argparse.Namespace) -> None:
     level = logging.WARNING if getattr(args, "quiet", False) else logging.INFO
     if getattr(args, "verbose", 0) >= 2:

@@ -17,13 +17,8 @@ def _add_run_options(p) -> None:
     p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)")
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
     p.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
-    p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of rows")
     p.add_argument("--rows-per-part", type=int, default=500, help="rows per part (the resume and sharding unit)")
-    p.add_argument("--engine", default="local", choices=["local", "ray"],
-                   help="local: this process (or torchrun ranks); ray: Ray Data actors")
-    p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
-    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, at most one per part)")
-    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+    common.add_engine_options(p)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -70,12 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     common.setup_logging(args)
 
     def work() -> int:
-        from ..runs import parse_shard
-
-        engine = {"engine": args.engine, "ray_address": args.ray_address, "ray_actors": args.ray_actors,
-                  "ray_gpus_per_actor": args.ray_gpus_per_actor}
-        run = {"shard": parse_shard(args.shard), "progress": not args.no_progress, "overwrite": args.overwrite,
-               "device": args.device, "rows_per_part": args.rows_per_part, **engine}
+        run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
+               "rows_per_part": args.rows_per_part, **common.engine_options(args)}
         if args.what == "masks":
             from ..masks import MaskParams, add_change_masks
 
