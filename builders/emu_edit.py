@@ -81,7 +81,7 @@ class EmuEdit(PairBuilder):
         license="cc-by-nc-4.0",
         license_note="CC BY-NC 4.0, as stated on the facebook/emu_edit_test_set_generations dataset card.",
         homepage="https://huggingface.co/datasets/facebook/emu_edit_test_set_generations",
-        download="huggingface-cli download facebook/emu_edit_test_set_generations --repo-type dataset --local-dir RAW",
+        download="hf download facebook/emu_edit_test_set_generations --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=citations.EMU_EDIT,
         category_note="`category` is the release's `task` column; the documented tasks come first, any other value found is appended.",

@@ -59,7 +59,7 @@ class MagicBrush(PairBuilder):
         license="cc-by-4.0",
         license_note="CC BY 4.0, as stated on the osunlp/MagicBrush dataset card.",
         homepage="https://osu-nlp-group.github.io/MagicBrush/",
-        download="huggingface-cli download osunlp/MagicBrush --repo-type dataset --local-dir RAW",
+        download="hf download osunlp/MagicBrush --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=citations.MAGICBRUSH,
     )
