@@ -5,27 +5,27 @@
 Each run augments a source split of N real-photo pairs (``--size`` PNGs, one parquet file with
 100-row row groups, as the toolkit writes datasets)
 with a tiny random InstructPix2Pix pipeline and a tiny random chat model (1 edit, 1 step,
-32 px: the models are not what is measured), in a fresh process; peak RSS is that process's
-``ru_maxrss``. The source's own size on disk is printed beside it: a pipeline that loaded the
+32 px: the models are not what is measured), in a fresh process; peak RSS is sampled over
+that process (:mod:`processes`). The source's own size on disk is printed beside it: a pipeline that loaded the
 split would grow with it.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from processes import measure  # noqa: E402
+
 CHILD = """
-import resource, sys
+import sys
 from idc_toolkit.augment import AugmentConfig, Models, augment_dataset
 cfg = AugmentConfig(edits_per_image=1, paraphrases=1, steps=1, resolution=32, rows_per_shard=25, paraphrase_tries=1)
 augment_dataset(sys.argv[1], sys.argv[2], Models(sys.argv[3], sys.argv[4]), cfg, split="train", progress=False)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
@@ -41,14 +41,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         editor, lm = save_tiny_instruct_pix2pix(tmp / "ip2p"), save_tiny_chat_lm(tmp / "lm")
-        print("| source rows | source parquet | peak RSS |\n| ---: | ---: | ---: |")
+        print("| source rows | source parquet | peak RSS | wall |\n| ---: | ---: | ---: | ---: |")
         for n in args.rows:
             ds = write_pairs_dataset(tmp / f"src{n}", pasted_pairs(n, args.size))
             size = sum(f.stat().st_size for f in (ds / "data").glob("*.parquet"))
-            out = subprocess.run([sys.executable, "-c", CHILD, str(ds), str(tmp / f"aug{n}"), str(editor), str(lm)],
-                                 capture_output=True, text=True, check=True)
-            peak_kb = int(out.stdout.strip().splitlines()[-1])
-            print(f"| {n} | {size / 2**20:.0f} MB | {peak_kb / 1024:.0f} MB |")
+            seconds, peak = measure([sys.executable, "-c", CHILD, str(ds), str(tmp / f"aug{n}"), str(editor), str(lm)])
+            print(f"| {n} | {size / 2**20:.0f} MB | {peak / 2**20:.0f} MB | {seconds:.0f} s |")
 
 
 if __name__ == "__main__":

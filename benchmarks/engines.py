@@ -13,43 +13,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def tree_rss(proc) -> int:
-    import psutil
-
-    try:
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def measure(cmd: list[str]) -> tuple[float, int]:
-    import psutil
-
-    start = time.perf_counter()
-    popen = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    proc, peak = psutil.Process(popen.pid), 0
-    while popen.poll() is None:
-        peak = max(peak, tree_rss(proc))
-        time.sleep(0.1)
-    if popen.returncode:
-        raise SystemExit(f"{cmd} failed:\n{popen.stderr.read()[-2000:]}")
-    return time.perf_counter() - start, peak
+from processes import measure  # noqa: E402
 
 
 def digest(folder: Path) -> str:
