@@ -30,9 +30,12 @@ def one_process(demo_dataset, tmp_path_factory):
 
 def test_two_torchrun_ranks_write_what_one_process_writes(demo_dataset, one_process, tmp_path):
     out = tmp_path / "ranks"
+    from idc_toolkit.masks import MaskParams
+
+    add_change_masks(demo_dataset, out, MaskParams(delta=60.0), rows_per_part=8, device="cpu", progress=False)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
            "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", str(out), "--device", "cpu",
-           "--rows-per-part", "8", "--no-progress"]
+           "--rows-per-part", "8", "--no-progress", "--overwrite"]  # rank 0 replaces the other run, then both work
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _files(out) == _files(one_process)

@@ -124,7 +124,7 @@ def run_model(args) -> None:
     from ..devices import resolve_device
     from ..models.generation import generate_predictions, is_main_process
     from ..models.registry import get_runner_class
-    from ..runs.engine import dist_info
+    from ..runs.ranks import dist_info
     from ..runs.rows import check_hub_repo
 
     if not args.dataset:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from ..errors import IDCError
 from ..runs import PartOutput, RunFolder, dist_info, open_split, path_content, run_job
-from ..runs.engine import barrier
+from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
 
 PREDICTIONS = "predictions.jsonl"

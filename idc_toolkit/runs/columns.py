@@ -18,6 +18,7 @@ from ..errors import RunError
 from ..schema import add_columns, validate_features
 from .engine import PartOutput, run_job
 from .folder import RunFolder
+from .ranks import barrier
 from .parquet import DEFAULT_MAX_SHARD_BYTES, assemble
 from .rows import RowSource, open_split
 
@@ -126,8 +127,6 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
                             folder.record(), dict(facts or {}))
 
         folder.finalise(stage)
-    from .engine import barrier
-
     barrier()
     return PassResult(out, outcome.parts_written, outcome.parts_total, complete=outcome.complete)
 

@@ -11,7 +11,7 @@ Engines write the same parts (:mod:`.rows`), so their folders are byte-identical
 
 * ``local``: this process; under ``torchrun`` / ``accelerate launch`` (``WORLD_SIZE`` > 1)
   every rank takes a contiguous block of the job's parts, ``torch.distributed`` is
-  initialised (gloo on CPU, NCCL on CUDA) and a real barrier ends the job.
+  initialised (gloo: the ranks only need barriers) and a real barrier ends the job.
 * ``ray``: the job's missing parts become a ``ray.data`` dataset mapped by a pool of actors
   (``map_batches`` with ``concurrency`` actors and ``num_gpus`` each); each actor builds the
   task once and writes its parts straight into the run folder, which must be on storage all
@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from ..errors import RunError
 from .folder import RunFolder, write_json_atomic
+from .ranks import barrier, dist_info, init_distributed
 from .rows import Part, RowSource, contiguous_block, part_grid
 
 log = logging.getLogger(__name__)
@@ -63,28 +64,6 @@ def merge_stats(total: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         else:
             total[key] += value
     return total
-
-
-def dist_info() -> tuple[int, int, int]:
-    """(rank, world size, local rank) from the torchrun / accelerate environment."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
-
-
-def init_distributed(device: str) -> None:
-    """Join the torchrun / accelerate process group (once)."""
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        backend = "nccl" if device.startswith("cuda") else "gloo"
-        dist.init_process_group(backend=backend)
-
-
-def barrier() -> None:
-    if dist_info()[1] > 1:
-        import torch.distributed as dist
-
-        if dist.is_initialized():
-            dist.barrier()
 
 
 def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask) -> int:
@@ -170,7 +149,7 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
                                ray_gpus_per_actor, desc)
         else:
             if world > 1:
-                init_distributed(device)
+                init_distributed()
                 block = contiguous_block(len(mine), rank, world)
                 mine_here = [mine[k] for k in block]
             else:

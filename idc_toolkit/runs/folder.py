@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from ..errors import RunError
 from .fingerprint import canonical, differences, digest
 from .locks import FolderLock
+from .ranks import barrier, dist_info, init_distributed
 
 STATE_DIR = ".idc_run"
 RUN_FILE = "run.json"
@@ -146,7 +147,21 @@ class RunFolder:
 
         Sets :attr:`complete` (same fields, finished: nothing to do) and :attr:`resumed`.
         Raises :class:`RunError` naming every differing field when the folder holds another run.
+        Under torchrun, rank 0 opens (and overwrites) first; the other ranks then join its run.
         """
+        rank, world, _ = dist_info()
+        if world > 1:
+            init_distributed()
+            if rank != 0:
+                barrier()  # rank 0 has created (or replaced) the run
+                return self._open(overwrite=False)
+            try:
+                return self._open(overwrite)
+            finally:
+                barrier()
+        return self._open(overwrite)
+
+    def _open(self, overwrite: bool) -> "RunFolder":
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
             record = self._existing_record()
