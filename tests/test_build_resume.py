@@ -202,3 +202,28 @@ def test_card_sizes_mean_what_push_to_hub_writes(reference):
     parquet = sum(p.stat().st_size for p in (ref_dir / "data").glob("*.parquet"))
     assert info["download_size"] == parquet and info["dataset_size"] == sum(s["num_bytes"] for s in info["splits"])
     assert "idc_toolkit_run" in read_card_data(ref_dir) and not (ref_dir / ".idc_run").exists()
+
+
+def test_kill_after_the_moves_finishes_without_redoing_the_work(raw, reference, tmp_path, monkeypatch):
+    import idc_toolkit.runs.folder as folder_mod
+
+    ref_dir, _ = reference
+    real_rmtree = folder_mod.shutil.rmtree
+
+    def dies_cleaning_up(path, *a, **k):
+        if str(path).endswith("/final"):
+            raise KeyboardInterrupt("killed after the parts were removed")
+        return real_rmtree(path, *a, **k)
+
+    monkeypatch.setattr(folder_mod.shutil, "rmtree", dies_cleaning_up)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    monkeypatch.setattr(folder_mod.shutil, "rmtree", real_rmtree)
+
+    def no_reads(*a, **k):
+        raise AssertionError("a finished build read an image again")
+
+    monkeypatch.setattr(build_mod, "read_image_bytes", no_reads)
+    build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
+    assert _files(out) == _files(ref_dir)

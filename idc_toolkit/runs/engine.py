@@ -136,6 +136,8 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
     """Write this job's missing parts (see the module docstring); says whether the run is complete."""
     every, mine = job_parts(folder, sources, rows_per_part, job)
     rank, world, _ = dist_info()
+    if folder.state.get("finalise") == "staged":  # a kill during the last moves: only finalise is left
+        return JobOutcome(len(every), len(mine), 0, complete=True, is_main=rank == 0)
     if engine not in ("local", "ray"):
         raise RunError(f"unknown --engine {engine!r}; choose local or ray")
     if job[1] > 1 and not mine:

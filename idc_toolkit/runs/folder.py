@@ -249,12 +249,11 @@ class RunFolder:
                     raise RunError(f"{target} exists while a finished {self.kind} run waits to move its data there; "
                                    "move it away and rerun")
                 os.replace(final / name, target)
+            shutil.rmtree(self.state_dir / "parts", ignore_errors=True)
+            shutil.rmtree(final, ignore_errors=True)
             if self.card_record:
-                shutil.rmtree(self.state_dir / "parts", ignore_errors=True)
-                shutil.rmtree(final, ignore_errors=True)
                 (self.state_dir / RUN_FILE).unlink(missing_ok=True)
             else:
-                shutil.rmtree(final, ignore_errors=True)
                 self.state = {**self.state, **self.record()}
                 self.state.pop("finalise", None)
                 self.save_state()
