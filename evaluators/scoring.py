@@ -27,6 +27,11 @@ def load_references(dataset: Optional[str] = None, split: str = "test", referenc
     return load_references_coco(references, categories)
 
 
+def _source(predictions: Predictions) -> str:
+    """How a predictions argument is named in the outputs."""
+    return "<in memory>" if isinstance(predictions, Mapping) else str(predictions)
+
+
 def _predictions(predictions: Predictions) -> dict[str, str]:
     if isinstance(predictions, Mapping):
         return {str(k): v for k, v in predictions.items()}
@@ -64,9 +69,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
-    source = str(predictions) if not isinstance(predictions, Mapping) else "<in memory>"
     meta = build_meta(result, refs.source, refs.fingerprint,
-                      {"predictions": source, "n_missing": prep.n_missing, "bootstrap": bootstrap})
+                      {"predictions": _source(predictions), "n_missing": prep.n_missing, "bootstrap": bootstrap})
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
     return Evaluation(write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta,
@@ -99,9 +103,7 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
     finally:
         for cache in caches:
             cache.close()
-    report = {"a": str(a) if not isinstance(a, Mapping) else "<in memory>",
-              "b": str(b) if not isinstance(b, Mapping) else "<in memory>",
-              "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
+    report = {"a": _source(a), "b": _source(b), "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
         (Path(out) / "compare.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -21,6 +21,7 @@ A split whose every record was skipped is an error naming the commonest reason, 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -234,14 +235,10 @@ def _check_strict(report: BuildReport) -> None:
 
 
 def _read_report(out_dir: Path) -> dict[str, Any]:
-    import json
-
     return json.loads((out_dir / REPORT_FILE).read_text())
 
 
 def _write_report(folder: Path, report: BuildReport) -> None:
-    import json
-
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
 
 

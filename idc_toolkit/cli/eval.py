@@ -10,7 +10,6 @@ Starts fast: nothing imports torch or transformers unless ``--model`` asks for a
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -122,7 +121,7 @@ def run_compare(args) -> dict:
 def run_model(args) -> None:
     """Generate with a checkpoint (resumable, fingerprinted), then score like --predictions."""
     from ..devices import resolve_device
-    from ..models.generation import generate_predictions, is_main_process
+    from ..models.generation import generate_predictions
     from ..models.registry import get_runner_class
     from ..runs.ranks import dist_info
     from ..runs.rows import check_hub_repo
@@ -135,7 +134,7 @@ def run_model(args) -> None:
         raise IDCError(f"adapter folder not found: {args.adapter}")
     check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     cls = get_runner_class(args.model)
-    _, world, local_rank = dist_info()
+    rank, world, local_rank = dist_info()
     device = resolve_device(args.device)
     if world > 1 and device == "cuda":
         device = f"cuda:{local_rank}"
@@ -145,7 +144,7 @@ def run_model(args) -> None:
                                 limit=args.limit, overwrite=args.overwrite, progress=not args.no_progress,
                                 engine=args.engine, ray_address=args.ray_address,
                                 ray_gpus_per_actor=args.ray_gpus_per_actor)
-    if not is_main_process():
+    if rank != 0:  # rank 0 scores what every rank generated
         return
     log.info("predictions: %s", path)
     if args.predict_only:

@@ -7,7 +7,6 @@ The vocabulary is built from the source's TRAIN split (``--vocab-split``) and wr
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Optional

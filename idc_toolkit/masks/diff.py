@@ -25,7 +25,7 @@ which is the cluster scikit-learn's expansion order reaches first. Labels equal
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Optional
 
 import numpy as np

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
-from ..runs import PartOutput, RunFolder, dist_info, open_split, path_content, run_job
+from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
 
@@ -101,6 +101,3 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
         raise IDCError(f"{out_dir}: {outcome.parts_total - outcome.parts_written} part(s) missing; rerun to finish")
     return final
 
-
-def is_main_process() -> bool:
-    return dist_info()[0] == 0

@@ -30,11 +30,11 @@ from tqdm.auto import tqdm
 
 from ..errors import RunError
 from .folder import RunFolder, write_json_atomic
+from .parquet import ROWS_PER_GROUP, column_options, merge_stats
 from .ranks import barrier, dist_info, init_distributed
 from .rows import Part, RowSource, contiguous_block, part_grid
 
 log = logging.getLogger(__name__)
-ROWS_PER_GROUP = 100  # parquet row group, datasets' choice for image datasets
 
 
 @dataclass
@@ -52,26 +52,10 @@ class RowTask(Protocol):
     def __call__(self, split: str, rows: list[Any], start: int) -> PartOutput: ...
 
 
-def merge_stats(total: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Lists concatenate, numbers add, dicts merge recursively."""
-    for key, value in new.items():
-        if key not in total:
-            total[key] = value if not isinstance(value, (dict, list)) else merge_stats({}, value) if isinstance(value, dict) else list(value)
-        elif isinstance(value, dict):
-            merge_stats(total[key], value)
-        elif isinstance(value, list):
-            total[key].extend(value)
-        else:
-            total[key] += value
-    return total
-
-
 def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask) -> int:
     """Compute and write one part (streamed batch by batch); returns its row count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .parquet import column_options
 
     schema = task.features.arrow_schema
     folder_parts.mkdir(parents=True, exist_ok=True)

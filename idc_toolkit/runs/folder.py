@@ -35,7 +35,6 @@ from .ranks import barrier, dist_info, init_distributed
 
 STATE_DIR = ".idc_run"
 RUN_FILE = "run.json"
-CARD_RECORD_KEY = "idc_toolkit_run"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -50,20 +49,22 @@ def _article(word: str) -> str:
 
 def card_record(out: Path) -> Optional[dict[str, Any]]:
     """The run record in ``out/README.md``'s YAML, if the folder holds a finished run."""
-    card = out / "README.md"
-    if not card.is_file():
-        return None
-    text = card.read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        return None
     import yaml
 
+    from ..cards import RUN_KEY, read_card_data
+
     try:
-        meta = yaml.safe_load(text.split("---\n", 2)[1]) or {}
-    except yaml.YAMLError:
+        record = read_card_data(out).get(RUN_KEY)
+    except (ValueError, yaml.YAMLError):  # an unreadable card records no run
         return None
-    record = meta.get(CARD_RECORD_KEY) if isinstance(meta, dict) else None
     return record if isinstance(record, dict) else None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
 
 
 class RunFolder:
@@ -129,18 +130,9 @@ class RunFolder:
 
     def _remove_owned(self) -> None:
         for name in self.owned:
-            p = self.out / name
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-        parts = self.state_dir
+            _remove(self.out / name)
         for sub in ("parts", "final", RUN_FILE):
-            p = parts / sub
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
+            _remove(self.state_dir / sub)
 
     def open(self, overwrite: bool = False) -> "RunFolder":
         """Check the folder against this run's fields; create or resume the run state.

@@ -1,8 +1,8 @@
-"""Parquet writing options and the assembly of a run's parts into Hub-layout shards."""
+"""Parquet writing options, and the assembly of a run's parts (rows and statistics) into
+Hub-layout shards."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -11,10 +11,23 @@ from typing import Any
 
 import pyarrow as pa
 
-from .engine import merge_stats
 from .folder import RunFolder
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024  # datasets' push_to_hub default
+ROWS_PER_GROUP = 100  # parquet row group, datasets' choice for image datasets
+
+
+def merge_stats(total: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Merge a part's statistics into ``total``: lists concatenate, numbers add, dicts merge
+    recursively; what is taken from ``new`` is copied, never shared."""
+    for key, value in new.items():
+        if isinstance(value, dict):
+            merge_stats(total.setdefault(key, {}), value)
+        elif isinstance(value, list):
+            total.setdefault(key, []).extend(value)
+        else:
+            total[key] = total[key] + value if key in total else value
+    return total
 
 
 def _leaves(f: pa.Field, prefix: str = "") -> list[tuple[str, pa.DataType]]:
@@ -70,7 +83,7 @@ def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
         for k in sorted(parts):
             meta = parts[k]
             summary.part_stats.append(meta["stats"])
-            merge_stats(summary.stats, json.loads(json.dumps(meta["stats"])))
+            merge_stats(summary.stats, meta["stats"])
             summary.num_examples += meta["rows"]
             summary.num_bytes += meta["arrow_bytes"]
             if not meta["file"]:
@@ -93,7 +106,7 @@ def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
             else:
                 writer = pq.ParquetWriter(target, schema, **column_options(features, schema))
                 for p in paths:
-                    writer.write_table(pq.read_table(p, schema=schema), row_group_size=100)
+                    writer.write_table(pq.read_table(p, schema=schema), row_group_size=ROWS_PER_GROUP)
                 writer.close()
             summary.files.append(target.name)
             summary.download_bytes += target.stat().st_size
