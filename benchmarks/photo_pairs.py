@@ -9,7 +9,9 @@ added), seeded, so every run of a benchmark sees the same pairs.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from PIL import Image
@@ -64,3 +66,171 @@ def write_pairs_dataset(folder: Path, pairs: list[tuple[Image.Image, Image.Image
     table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
     pq.write_table(table, folder / "data" / f"{split}-00000-of-00001.parquet", row_group_size=100)
     return folder
+
+
+# --------------------------------------------------------------------------------------------
+# Realistic change pairs with exact ground truth (benchmarks/mask_quality.py, tests)
+# --------------------------------------------------------------------------------------------
+
+CHANGES = ("add", "drop", "colour", "move", "thin", "low_contrast")
+DISTRACTORS = ("none", "brightness", "contrast", "gamma", "jpeg", "noise", "shift", "subpixel", "combined")
+
+
+@dataclass
+class PhotoPair:
+    """A pair rendered from a real photograph; ``truth`` is every after-image pixel the edit
+    changed by more than 10 levels (the after image rendered with and without the edit, same
+    camera, before any distractor): the change mask a perfect method returns."""
+
+    before: Image.Image
+    after: Image.Image
+    truth: np.ndarray
+    change: str  #: one of CHANGES, or "none" for a distractor-only pair
+    distractor: str  #: one of DISTRACTORS
+    photo: int
+    shift: tuple[float, float] = (0.0, 0.0)  #: true camera shift (dy, dx): after[y, x] = before[y - dy, x - dx]
+
+
+def _blob(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
+    """A smooth star-convex shape filling most of an h x w box (an object's silhouette)."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    y, x = (yy + 0.5) / h * 2 - 1, (xx + 0.5) / w * 2 - 1
+    theta, rho = np.arctan2(y, x), np.hypot(y, x)
+    r = 0.85 + sum(rng.uniform(-0.08, 0.08) * np.sin(k * theta + rng.uniform(0, 2 * np.pi)) for k in (2, 3, 5))
+    return rho < r
+
+
+def _legs(h: int, w: int, rng: np.random.Generator, leg: int) -> np.ndarray:
+    """A body on thin legs with gaps between them (the thin-object case: a horse, a chair)."""
+    shape = np.zeros((h, w), dtype=bool)
+    body = h // 3
+    shape[:body] = _blob(body, w, rng)
+    n = int(rng.integers(3, 5))
+    for x in np.linspace(leg, w - 2 * leg, n).astype(int):
+        shape[body // 2:, x:x + leg] = True
+    return shape
+
+
+def _place(canvas: np.ndarray, patch: np.ndarray, shape: np.ndarray, y: int, x: int) -> None:
+    h, w = shape.shape
+    region = canvas[y:y + h, x:x + w]
+    region[shape] = patch[shape]
+
+
+def _render(src: np.ndarray, box: tuple[float, float, float, float], size: int) -> Image.Image:
+    return Image.fromarray(src).resize((size, size), Image.LANCZOS, box=box)
+
+
+def _distort(after: Image.Image, kind: str, rng: np.random.Generator) -> Image.Image:
+    """Photometric distractors on the after image (camera shifts are made by the crop box)."""
+    a = np.asarray(after, dtype=np.float32)
+    if kind in ("brightness", "combined"):
+        a = a * rng.choice([rng.uniform(0.7, 0.85), rng.uniform(1.15, 1.3)])
+    if kind == "contrast":
+        a = (a - 128) * rng.choice([0.75, 1.25]) + 128
+    if kind in ("gamma", "combined"):
+        a = 255 * (np.clip(a, 0, 255) / 255) ** rng.choice([0.65, 0.75, 1.35, 1.5])
+    if kind in ("noise", "combined"):
+        a = a + rng.normal(0, 3.0, a.shape)
+    out = Image.fromarray(np.clip(np.round(a), 0, 255).astype(np.uint8))
+    if kind in ("jpeg", "combined"):
+        buf = io.BytesIO()
+        out.save(buf, "JPEG", quality=75)
+        out = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    return out
+
+
+def _camera_shift(kind: str, rng: np.random.Generator) -> tuple[float, float]:
+    if kind == "shift":
+        while True:
+            s = (int(rng.integers(-3, 4)), int(rng.integers(-3, 4)))
+            if s != (0, 0):
+                return float(s[0]), float(s[1])
+    if kind in ("subpixel", "combined"):
+        return float(rng.choice([-0.5, 0.5, 0.3])), float(rng.choice([-0.5, 0.5, -0.3]))
+    return 0.0, 0.0
+
+
+def photo_pair(photo: int, change: str, distractor: str, size: int = 224, seed: int = 0,
+               photos: Optional[list[np.ndarray]] = None) -> PhotoPair:
+    """One seeded pair: ``change`` made at the photo's own resolution, both images rendered
+    from crops of it (a camera shift is the after crop moved, so sub-pixel shifts are exact),
+    then ``distractor`` applied to the after image."""
+    srcs = photos if photos is not None else [np.asarray(p) for p in photographs()]
+    rng = np.random.default_rng([seed, photo, CHANGES.index(change) if change in CHANGES else 99,
+                                 DISTRACTORS.index(distractor), size])
+    src = srcs[photo % len(srcs)]
+    donor = srcs[(photo + 1 + int(rng.integers(0, len(srcs) - 1))) % len(srcs)]
+    H, W = src.shape[:2]
+    k = (min(H, W) - 16) / size  # source pixels per output pixel; 8 px of margin for shifts
+    L = size * k
+    x0, y0 = (W - L) / 2, (H - L) / 2
+    before_src, after_src = src.copy(), src.copy()
+
+    def spot(frac: float, shape_fn=None):
+        side = int(L * np.sqrt(frac))
+        h, w = side, int(side * rng.uniform(0.8, 1.2))
+        shape = (shape_fn or _blob)(h, w, rng)
+        y = int(y0 + rng.integers(0, int(L - h)))
+        x = int(x0 + rng.integers(0, int(L - w)))
+        return shape, y, x
+
+    def donor_patch(shape):
+        h, w = shape.shape
+        dy, dx = int(rng.integers(0, donor.shape[0] - h + 1)), int(rng.integers(0, donor.shape[1] - w + 1))
+        return donor[dy:dy + h, dx:dx + w]
+
+    frac = float(rng.choice([rng.uniform(0.02, 0.06), rng.uniform(0.12, 0.33)]))
+    if change == "add":
+        shape, y, x = spot(frac)
+        _place(after_src, donor_patch(shape), shape, y, x)
+    elif change == "drop":
+        shape, y, x = spot(frac)
+        _place(before_src, donor_patch(shape), shape, y, x)
+    elif change == "colour":
+        shape, y, x = spot(frac)
+        region = src[y:y + shape.shape[0], x:x + shape.shape[1]].astype(np.float32)
+        target = 255 - region[shape].mean(axis=0)
+        _place(after_src, np.clip(0.4 * region + 0.6 * target, 0, 255).astype(np.uint8), shape, y, x)
+    elif change == "move":
+        shape, y, x = spot(min(frac, 0.1))
+        patch = donor_patch(shape)
+        _place(before_src, patch, shape, y, x)
+        y2 = int(np.clip(y + rng.choice([-1, 1]) * shape.shape[0] * 0.8, y0, y0 + L - shape.shape[0]))
+        _place(after_src, patch, shape, y2, x)
+    elif change == "thin":
+        shape, y, x = spot(float(rng.uniform(0.04, 0.1)), lambda h, w, r: _legs(h, w, r, max(2, int(2.5 * k))))
+        _place(after_src, donor_patch(shape), shape, y, x)
+    elif change == "low_contrast":
+        shape, y, x = spot(float(rng.uniform(0.02, 0.05)))
+        region = src[y:y + shape.shape[0], x:x + shape.shape[1]].astype(np.float32)
+        step = float(rng.uniform(20, 28)) * (1 if region.mean() < 128 else -1)
+        _place(after_src, np.clip(region + step, 0, 255).astype(np.uint8), shape, y, x)
+    elif change != "none":
+        raise ValueError(change)
+
+    sy, sx = _camera_shift(distractor, rng)
+    before_box = (x0, y0, x0 + L, y0 + L)
+    after_box = (x0 + sx * k, y0 + sy * k, x0 + L + sx * k, y0 + L + sy * k)
+    before = _render(before_src, before_box, size)
+    clean_after = _render(after_src, after_box, size)
+    unchanged_after = _render(before_src, after_box, size)  # the same camera, no edit
+    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(unchanged_after, dtype=np.int16)).max(axis=2) > 10
+    # the after crop moved by (sy, sx) output pixels, so its content moved by (-sy, -sx)
+    return PhotoPair(before, _distort(clean_after, distractor, rng), truth, change, distractor, photo, (-sy, -sx))
+
+
+def realistic_pairs(size: int = 224, per_cell: int = 4, seed: int = 0) -> list[PhotoPair]:
+    """Every change kind under every distractor (``per_cell`` photos each), plus every
+    distractor alone on every photo: the pairs of ``benchmarks/mask_quality.py``."""
+    srcs = [np.asarray(p) for p in photographs()]
+    pairs = []
+    for change in CHANGES:
+        for distractor in DISTRACTORS:
+            for j in range(per_cell):
+                photo = (j + CHANGES.index(change) + DISTRACTORS.index(distractor)) % len(srcs)
+                pairs.append(photo_pair(photo, change, distractor, size, seed, srcs))
+    for distractor in DISTRACTORS[1:]:
+        for photo in range(len(srcs)):
+            pairs.append(photo_pair(photo, "none", distractor, size, seed, srcs))
+    return pairs

@@ -55,6 +55,12 @@ ENTITY_FEATURES = {
     "entity_scores": List(Value("float32")),
     "gt_entities": List(Value("string")),
 }
+#: Columns added by ``idc-precompute entities --phrases rdd``: ACR's noun text and verb text,
+#: one per reference, in the order of ``captions``.
+RDD_FEATURES = {
+    "noun_texts": List(Value("string")),
+    "verb_texts": List(Value("string")),
+}
 
 ImageSource = Union[Path, bytes]
 

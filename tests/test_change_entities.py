@@ -9,7 +9,7 @@ import pytest
 from datasets import load_dataset
 
 from idc_toolkit.cli.precompute import main as precompute_main
-from idc_toolkit.entities import extract_phrases, load_spacy, retrieve
+from idc_toolkit.entities import extract_phrases, load_spacy, rdd_texts, retrieve, soft_masked
 
 TINY_CLIP = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "patch_size": 8, "head_width": 16},
              "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}}
@@ -30,8 +30,35 @@ def test_phrase_strategies_on_the_real_spacy_model(nlp):
     assert extract_phrases(nlp("Remove the water bottle"), "cheer") == ["water bottle"]
     assert extract_phrases(nlp("a car has been parked in the lot"), "cheer") == ["car"]
     rdd = extract_phrases(nlp("someone took out the blue rubber cube"), "rdd")
-    assert rdd == ["blue rubber cube", "take out"]
+    assert rdd == ["blue rubber cube", "took out"]  # verbs as written, not lemmas
     assert nlp.meta["version"] == "3.8.0"
+
+
+@pytest.mark.parametrize("caption, nouns, verbs", [
+    ("a big cyan cylinder has been newly placed", "big cyan cylinder", "has been newly placed"),
+    ("there is no longer a big gray rubber sphere", "big gray rubber sphere", "is no longer"),
+    ("the small red car quickly moved to the left and the man is not walking",
+     "small red car and left and man", "quickly moved and is not walking"),
+    ("the person who was standing by the car has left", "person and car", "was standing and has left"),
+])
+def test_rdd_noun_and_verb_texts_keep_adjectives_and_adverbs(nlp, caption, nouns, verbs):
+    """RDD+ACR §3.3: per caption, the noun phrases and the verb phrases joined by "and"."""
+    assert rdd_texts(nlp(caption)) == (nouns, verbs)
+
+
+def test_davir_retrieval_uses_the_soft_patch_mask_and_the_full_image_when_empty():
+    """eq. 6 + 8: the image times M̂ (pooled to the patch grid, blurred, spread back): inside
+    the change the image is kept, next to it attenuated, far away black; no change: the full
+    image, not a black one."""
+    from PIL import Image
+
+    image = Image.fromarray(np.full((64, 64, 3), 200, dtype=np.uint8))
+    mask = np.zeros((64, 64), dtype=bool)
+    mask[16:32, 16:32] = True
+    out = np.asarray(soft_masked(image, mask, grid=8))[..., 0].astype(int)
+    assert out[24, 24] > 60 and 0 < out[40, 24] < out[24, 24] and out[63, 63] < 5
+    assert np.array_equal(np.asarray(soft_masked(image, np.zeros((64, 64), dtype=bool), 8)), np.asarray(image))
+    assert np.array_equal(np.asarray(soft_masked(image, None, 8)), np.asarray(image))
 
 
 def test_retrieval_rules():
@@ -69,6 +96,12 @@ def test_entities_pass_through_the_cli(demo_dataset, tmp_path, capsys):
     b = [pq.read_table(f, columns=cols).to_pylist() for f in sorted((tmp_path / "b" / "data").glob("*.parquet"))]
     assert a == b
     assert precompute_main([*args[:-1], "--strategy", "cheer", "--phrases", "cheer", "--out", str(tmp_path / "c"), "--no-progress"]) == 0
+    assert precompute_main([*args[:-1], "--phrases", "rdd", "--out", str(tmp_path / "d"), "--no-progress"]) == 0
+    nlp = load_spacy()
+    for row in load_dataset(str(tmp_path / "d"), split="test"):
+        assert len(row["noun_texts"]) == len(row["captions"]) == len(row["verb_texts"])
+        assert [rdd_texts(nlp(c)) for c in row["captions"]] == list(zip(row["noun_texts"], row["verb_texts"]))
+    assert "noun_texts" not in load_dataset(str(tmp_path / "c"), split="test").column_names
 
 
 def test_missing_clip_checkpoint_is_a_clear_error(demo_dataset, tmp_path, capsys):

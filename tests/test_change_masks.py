@@ -82,7 +82,7 @@ def test_diff_fallback_through_the_cli(demo_dataset, tmp_path):
     row = ds[0]
     assert row["change_mask"].size == row["after"].size and row["change_mask"].mode == "L"
     card = (out / "README.md").read_text()
-    assert "## Change masks" in card and '"delta": 32.0' in card and "name: change_mask" in card
+    assert "## Change masks" in card and '"delta": 10.0' in card and "name: change_mask" in card
     assert len(ds) == len(load_dataset(str(demo_dataset), split="test"))
 
 
@@ -163,7 +163,7 @@ def test_rerun_with_other_parameters_is_refused_naming_them(demo_dataset, tmp_pa
     assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--delta", "200", "--eps", "5",
                             "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "delta: 32.0 -> 200.0" in err and "eps: 2.0 -> 5.0" in err and "--overwrite" in err
+    assert "delta: 10.0 -> 200.0" in err and "eps: 2.0 -> 5.0" in err and "--overwrite" in err
     assert {p.name: p.read_bytes() for p in (out / "data").glob("*.parquet")} == before  # untouched
     assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--delta", "200", "--eps", "5",
                             "--no-progress", "--overwrite"]) == 0
@@ -208,7 +208,7 @@ class _StubRefiner:
     """A SAM stand-in whose answer is known: the cluster's own region (IoU 1) for the first
     cluster, nothing that overlaps (IoU 0) for the others."""
 
-    def refine(self, before, after, clusters, size, tau):
+    def refine(self, before, after, clusters, size, tau, alignment=None):
         out = []
         for k, c in enumerate(clusters):
             mask = c.region if k == 0 else np.zeros_like(c.region)

@@ -30,6 +30,9 @@ _LABEL = re.compile(r"^\s*(?:variation|instruction|output|answer|paraphrase)\s*\
 _PREAMBLE = re.compile(r"^(?:sure|here|certainly|of course|okay|ok|absolutely)\b", re.I)
 QUOTE_CHARS = "\"\u201c\u201d'`"
 
+#: paraphrase sampling: our choice (Syned does not give it), written into the augmented card
+TOP_P, TEMPERATURE = 0.9, 0.8
+
 
 def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
@@ -109,7 +112,7 @@ class Paraphraser:
         self.torch.manual_seed(seed)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with self.torch.no_grad():
-            out = self.model.generate(**ids, do_sample=True, top_p=0.9, temperature=0.8, num_return_sequences=n,
+            out = self.model.generate(**ids, do_sample=True, top_p=TOP_P, temperature=TEMPERATURE, num_return_sequences=n,
                                       max_new_tokens=self.max_new_tokens, pad_token_id=pad)
         return self.tokenizer.batch_decode(out[:, ids["input_ids"].shape[1]:], skip_special_tokens=True)
 

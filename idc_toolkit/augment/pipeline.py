@@ -36,6 +36,7 @@ from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, ru
 from ..runs.rows import decode_image
 from ..schema import CATEGORY, pair_features
 from .editor import edit_seed, editor_input
+from .paraphrase import TEMPERATURE, TOP_P
 
 EXTRA = {
     "seed": Value("int64"),
@@ -242,8 +243,8 @@ instruction (editor `{models.editor}`, {cfg.steps} steps, guidance {cfg.guidance
 by the chat model `{models.paraphraser}`, cleaned (quotes, numbering, preambles, empties, duplicates, copies
 of the instruction and out-of-range lengths removed). References = the instruction + its paraphrases;
 `category` = the source's; `seed` reproduces each edit. The licence follows the source dataset and the
-models used. Steps, guidance scales, resolution and paraphrase tries are idc-toolkit's choices: the
-paper does not give them.
+models used. Steps, guidance scales, resolution, paraphrase sampling (top-p {TOP_P}, temperature {TEMPERATURE})
+and paraphrase tries are idc-toolkit's choices: the paper does not give them.
 
 | | |
 | --- | --- |

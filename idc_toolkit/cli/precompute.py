@@ -33,13 +33,16 @@ def make_parser():
     _add_run_options(m)
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    helps = {"resize": "working resolution (long side, pixels)", "delta": "pixel difference threshold (0-255 levels)",
+    helps = {"resize": "working resolution (long side, pixels)", "delta": "floor of the difference threshold (0-255 levels, after alignment)",
+             "noise_k": "threshold = max(delta, noise_k x the pair's noise level)",
              "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
              "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
              "min_region": "clusters under this many pixels are dropped"}
     for name, text in helps.items():
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
+    m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
+                   help="do not estimate the sub-pixel part of the camera shift (used to map SAM prompts)")
     m.add_argument("--keep-unmatched", action="store_true",
                    help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 
@@ -70,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "masks":
             from ..masks import MaskParams, add_change_masks
 
-            params = MaskParams(resize=args.resize, delta=args.delta, eps=args.eps, min_samples=args.min_samples,
-                                max_shift=args.max_shift, tau=args.tau, min_region=args.min_region,
-                                keep_unmatched=args.keep_unmatched)
+            params = MaskParams(resize=args.resize, delta=args.delta, noise_k=args.noise_k, eps=args.eps,
+                                min_samples=args.min_samples, max_shift=args.max_shift, subpixel=args.subpixel,
+                                tau=args.tau, min_region=args.min_region, keep_unmatched=args.keep_unmatched)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

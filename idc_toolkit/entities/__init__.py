@@ -6,8 +6,8 @@
 """
 
 from .column import EntityColumns, add_change_entities
-from .phrases import PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy
-from .retrieval import RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve
+from .phrases import PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy, rdd_texts, verb_phrases
+from .retrieval import RETRIEVAL_STRATEGIES, ClipScorer, retrieve, soft_masked
 
 __all__ = ["EntityColumns", "add_change_entities", "PHRASE_STRATEGIES", "build_vocabulary", "extract_phrases",
-           "load_spacy", "RETRIEVAL_STRATEGIES", "ClipScorer", "masked", "retrieve"]
+           "load_spacy", "rdd_texts", "verb_phrases", "RETRIEVAL_STRATEGIES", "ClipScorer", "retrieve", "soft_masked"]

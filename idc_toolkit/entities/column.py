@@ -1,4 +1,5 @@
-"""``idc-precompute entities``: ``entities``, ``entity_scores`` and ``gt_entities`` columns.
+"""``idc-precompute entities``: ``entities``, ``entity_scores`` and ``gt_entities`` columns;
+with ``--phrases rdd`` also ``noun_texts`` and ``verb_texts`` (ACR's two texts per reference).
 
 See :mod:`.phrases` (spaCy phrase strategies) and :mod:`.retrieval` (open_clip retrieval).
 The vocabulary is built from the source's TRAIN split (``--vocab-split``) and written to
@@ -18,9 +19,9 @@ from ..errors import IDCError
 from ..masks.diff import MaskParams, compute_change_mask
 from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image, iter_rows, open_split
-from ..schema import ENTITY_FEATURES
-from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy
-from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES, ClipScorer, masked, retrieve, vocabulary_json
+from ..schema import ENTITY_FEATURES, RDD_FEATURES
+from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy, rdd_texts
+from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES, ClipScorer, soft_masked, retrieve, vocabulary_json
 
 #: the papers' CLIP (CHEER and DAVIR use ViT-L/14), in open_clip's naming
 DEFAULT_CLIP = "ViT-L-14"
@@ -69,23 +70,29 @@ class EntityColumns:
         for row in rows:
             before, after = decode_image(row["before"]).convert("RGB"), decode_image(row["after"]).convert("RGB")
             mask = self._mask(row, before, after)
-            befores.append(masked(before, mask))
-            afters.append(masked(after, mask))
+            befores.append(soft_masked(before, mask, self.scorer.grid))
+            afters.append(soft_masked(after, mask, self.scorer.grid))
         s_before = self.scorer.similarities(befores)
         s_after = self.scorer.similarities(afters)
         out = []
         for row, sb, sa in zip(rows, s_before, s_after):
             picked = retrieve(sb, sa, self.strategy, self.k, self.cheer_score)
-            refs = [c for c in row["captions"] if c.strip()]
             gt: dict[str, int] = {}
-            for doc in self.nlp.pipe(refs):
-                for p in extract_phrases(doc, self.phrases):
-                    gt[p] = gt.get(p, 0) + 1
-            out.append({
+            docs = list(self.nlp.pipe(row["captions"]))  # every reference, so texts align with captions
+            for doc, ref in zip(docs, row["captions"]):
+                if ref.strip():
+                    for p in extract_phrases(doc, self.phrases):
+                        gt[p] = gt.get(p, 0) + 1
+            cells = {
                 "entities": [self.scorer.phrases[i] for i, _ in picked],
                 "entity_scores": [s for _, s in picked],
                 "gt_entities": [p for p, _ in sorted(gt.items(), key=lambda kv: -kv[1])],
-            })
+            }
+            if self.phrases == "rdd":
+                texts = [rdd_texts(doc) for doc in docs]
+                cells["noun_texts"] = [n for n, _ in texts]
+                cells["verb_texts"] = [v for _, v in texts]
+            out.append(cells)
         return out
 
 
@@ -150,12 +157,22 @@ def add_change_entities(
             "",
             f"Phrases: `{phrases}` strategy with spaCy `{meta['spacy_model']}` {meta['spacy_version']}. Retrieval: "
             f"`{strategy}` strategy with open_clip `{clip_model}` (weights: {weights}).",
+            *([""] + ["Columns `noun_texts` and `verb_texts`: per reference (in the order of `captions`), its noun "
+                      "phrases and its verb phrases (adjectives and adverbs kept, verbs as written) joined by \"and\", "
+                      "RDD+ACR §3.3's two texts."] if phrases == "rdd" else []),
+            "",
+            "Paper settings: CHEER's 3 entities and signed S_bef - S_aft (eq. 1), DAVIR's soft mask M̂ (eq. 6) on "
+            "both images before CLIP (eq. 8), CLIP ViT-L/14. Our choices: the prompt `a photo of {phrase}.`, "
+            "retrieval on the full images when a pair's change mask is empty (DAVIR does not say), the vocabulary "
+            "from the train split with `min_count`, and the phrase normalisation (lower case, leading "
+            "determiners dropped).",
         ],
         params,
     )
     compute = EntityColumns([p for p, _ in vocab], clip_model, clip_checkpoint, clip_config, strategy, phrases, top_k,
                             spacy_model, mask_params, cheer_score)
-    return run_column_pass(dataset, out, kind="entities", compute=compute, new_features=ENTITY_FEATURES, params=params,
+    features = {**ENTITY_FEATURES, **RDD_FEATURES} if phrases == "rdd" else ENTITY_FEATURES
+    return run_column_pass(dataset, out, kind="entities", compute=compute, new_features=features, params=params,
                            card_section=section, extra_files={"entities_vocab.json": vocabulary_json(vocab, meta)},
                            facts={"entities_strategy": strategy, "entities_phrases": phrases},
                            shard=shard, engine=engine, device=resolve_device(device) if engine == "local" else device,

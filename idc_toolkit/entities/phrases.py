@@ -6,8 +6,11 @@ Phrase extraction (``--phrases``), on spaCy's ``en_core_web_sm`` 3.8.0:
 * ``cheer``: sentence subjects (the noun chunk of every ``nsubj``/``nsubjpass``), as CHEER;
   a sentence with no noun subject (imperative, existential, pronoun subject) gives its first
   object noun phrase instead;
-* ``rdd``: noun segments plus verb segments (a verb's lemma with its particles and
-  negation, e.g. ``add``, ``take out``), as RDD's noun/verb segments.
+* ``rdd``: noun phrases plus verb phrases (RDD+ACR §3.3): a verb phrase is the verb as
+  written with its auxiliaries, negation, adverbs and particles (``has been newly placed``,
+  ``took out``, ``is no longer``), not a lemma. Per caption, :func:`rdd_texts` joins the noun
+  phrases and the verb phrases with "and" into ACR's noun text and verb text (the
+  ``noun_texts`` / ``verb_texts`` columns).
 
 Every phrase is normalised: lower-cased, leading determiners, quantifiers and possessive
 pronouns removed, whitespace collapsed; pronoun-only chunks (``that``, ``someone``) dropped.
@@ -79,6 +82,33 @@ def _subjects(doc) -> list[str]:
     return out
 
 
+#: dependents that belong to a verb phrase: auxiliaries, negation, adverbs, particles
+_VERB_PARTS = ("aux", "auxpass", "neg", "advmod", "prt")
+
+
+def verb_phrases(doc) -> list[str]:
+    """Every main verb with its auxiliaries, negation, adverbs and particles, as written and in
+    sentence order (``has been newly placed``); a copula heading its sentence counts as the
+    verb (``there is no longer a sphere`` -> ``is no longer``)."""
+    out = []
+    for tok in doc:
+        main = (tok.pos_ == "VERB" and tok.dep_ not in ("aux", "auxpass")) or (tok.pos_ == "AUX" and tok.dep_ == "ROOT")
+        if not main:
+            continue
+        parts = [tok] + [c for c in tok.children if c.dep_ in _VERB_PARTS]
+        parts += [g for c in parts if c.dep_ == "advmod" for g in c.children if g.dep_ in ("advmod", "neg")]
+        text = " ".join(t.text.lower() for t in sorted(set(parts), key=lambda t: t.i))
+        out.append(re.sub(r"\s+", " ", text).strip())
+    return list(dict.fromkeys(p for p in out if p))
+
+
+def rdd_texts(doc) -> tuple[str, str]:
+    """ACR's two texts of one caption: its noun phrases joined by "and", its verb phrases
+    joined by "and" (adjectives and adverbs kept; empty when the caption has none)."""
+    nouns = list(dict.fromkeys(p for p in (_chunk_phrase(c) for c in doc.noun_chunks) if p))
+    return " and ".join(nouns), " and ".join(verb_phrases(doc))
+
+
 def extract_phrases(doc, strategy: str = "davir") -> list[str]:
     """Phrases of one parsed caption, in order of appearance, duplicates removed."""
     out: list[str] = []
@@ -87,10 +117,7 @@ def extract_phrases(doc, strategy: str = "davir") -> list[str]:
     if strategy == "cheer":
         out += _subjects(doc)
     if strategy == "rdd":
-        for tok in doc:
-            if tok.pos_ == "VERB" and tok.lemma_.lower() not in ("be", "have"):
-                parts = [tok.lemma_.lower()] + [c.text.lower() for c in tok.children if c.dep_ in ("prt", "neg")]
-                out.append(" ".join(parts))
+        out += verb_phrases(doc)
     if strategy not in PHRASE_STRATEGIES:
         raise IDCError(f"unknown phrase strategy {strategy!r}; choose {', '.join(PHRASE_STRATEGIES)}")
     return list(dict.fromkeys(out))

@@ -3,9 +3,12 @@
 Retrieval (``--strategy``), with cosine similarities S between an image embedding and the
 embeddings of ``"a photo of {phrase}."`` for every vocabulary phrase:
 
-* ``davir`` (eq. 8-9): the before and after images multiplied by the soft change mask (the
-  ``change_mask`` column, or a diff mask computed on the fly), S_bef and S_aft; the union of
-  both top-k lists ranked by the larger of the two scores, top-k kept;
+* ``davir`` (eq. 8-9): the before and after images multiplied by eq. 6's soft mask M̂ (the
+  ``change_mask`` column, or a diff mask computed on the fly, average-pooled to the CLIP
+  encoder's patch grid, Gaussian-blurred, then spread back over the image), S_bef and S_aft;
+  the union of both top-k lists ranked by the larger of the two scores, top-k kept. A pair
+  whose mask is empty (no change found) is scored on the full images (our choice: the
+  paper does not say, and a black image retrieves noise);
 * ``cheer`` (eq. 1): full images; the phrases with at least one score above that image's
   mean score, ranked by the signed S_bef - S_aft, as the paper writes it (``entity_scores``
   holds it); ``cheer_score="absolute"`` ranks by |S_bef - S_aft| instead (our option: an added
@@ -42,6 +45,8 @@ class ClipScorer:
         with torch.no_grad():
             self.text = self.model.encode_text(tokenizer([PROMPT.format(p) for p in phrases]).to(device), normalize=True)
         self.phrases = list(phrases)
+        grid = getattr(getattr(self.model, "visual", None), "grid_size", None)
+        self.grid = int(grid[0]) if isinstance(grid, (tuple, list)) else int(grid or 16)  #: patches per side (M̂'s grid)
 
     def similarities(self, images: Sequence[Any]) -> np.ndarray:
         import torch
@@ -52,16 +57,23 @@ class ClipScorer:
             return (emb @ self.text.T).float().cpu().numpy()
 
 
-def masked(image, mask: Optional[np.ndarray]):
-    """``image ⊙ soft mask``: the mask blurred a little so the object's border keeps context."""
-    from PIL import Image, ImageFilter
+def soft_masked(image, mask: Optional[np.ndarray], grid: int = 16):
+    """``image ⊙ M̂`` (DAVIR eq. 6 and 8): M̂ is the binary change mask average-pooled to the
+    vision encoder's ``grid`` x ``grid`` patches and Gaussian-blurred
+    (:func:`idc_toolkit.masks.fac.soft_patch_mask`), spread back to the image bilinearly.
+    No mask, or an empty one, gives the full image."""
+    import torch.nn.functional as F
+    from PIL import Image
+
+    from ..masks.fac import soft_patch_mask
 
     rgb = image.convert("RGB")
-    if mask is None:
+    if mask is None or not mask.any():
         return rgb
-    m = Image.fromarray((mask.astype(np.uint8) * 255)).resize(rgb.size, Image.NEAREST)
-    soft = np.asarray(m.filter(ImageFilter.GaussianBlur(radius=max(1, rgb.size[0] // 64))), dtype=np.float32) / 255.0
-    return Image.fromarray((np.asarray(rgb, dtype=np.float32) * soft[..., None]).astype(np.uint8))
+    soft = soft_patch_mask(mask.astype(np.float32), grid)  # (1, grid, grid)
+    w, h = rgb.size
+    full = F.interpolate(soft[:, None], size=(h, w), mode="bilinear", align_corners=False)[0, 0].numpy()
+    return Image.fromarray((np.asarray(rgb, dtype=np.float32) * full[..., None]).round().astype(np.uint8))
 
 
 def retrieve(s_before: np.ndarray, s_after: np.ndarray, strategy: str, k: int,

@@ -1,7 +1,8 @@
 """Change masks: where two images differ.
 
-* :mod:`.diff` — relighting, camera-shift alignment, exact grid DBSCAN, cluster regions;
-* :mod:`.sam` — Segment Anything refinement of the clusters (DAVIR §3.2);
+* :mod:`.align` — camera shift (integer and sub-pixel) and per-channel tone curves, fitted robustly;
+* :mod:`.diff` — envelope distance, adaptive threshold, exact grid DBSCAN, cluster regions;
+* :mod:`.sam` — Segment Anything refinement of the clusters at full resolution (DAVIR §3.1);
 * :mod:`.column` — ``idc-precompute masks``: the mask columns of a dataset, on the run engine;
 * :mod:`.fac` — DAVIR's soft patch mask (eq. 6) and attention loss, for training.
 """

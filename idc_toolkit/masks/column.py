@@ -95,13 +95,19 @@ def add_change_masks(
             "Columns `change_mask` (PNG, 255 = changed, at the after image's size), `change_boxes` "
             "(`[x0, y0, x1, y1]` per change cluster, after-image pixels) and `mask_source` (`sam` or `diff`).",
             "",
-            "Pipeline: both images at the working resolution; the before image relit to the after image's "
-            "illumination (per-channel gain and offset fitted on unsaturated pixels, then clipped as a camera does), "
-            "so a global brightness change cancels; the integer camera shift up to `max_shift` pixels that best "
-            "aligns the images is compensated and only their overlap compared; pixels whose difference exceeds "
-            "`delta` levels are clustered with DBSCAN (`eps`, `min_samples`); clusters under `min_region` pixels "
-            "are dropped; each cluster's region is its pixels closed and hole-filled. The values of `delta`, `eps`, "
-            "`min_samples`, `max_shift`, `min_region` and `resize` are idc-toolkit's choices (no paper gives them).",
+            "Pipeline (diff half): both images at the working resolution (`resize`); the camera shift found "
+            "on grey ranks (integer up to `max_shift` pixels, and its sub-pixel remainder) and only the overlap "
+            "compared; the before image mapped through a per-channel tone curve (gain, offset, gamma, clipping) "
+            "fitted by least trimmed squares on the pixels that did not change; the envelope distance (how far "
+            "each image lies outside the other's 3x3 range, in luma and 3x3-smoothed chroma) thresholded at "
+            "max(`delta`, `noise_k` x the pair's median distance); DBSCAN (`eps`, `min_samples`, computed "
+            "exactly on the pixel grid); clusters under `min_region` pixels dropped; each region closed 3x3 "
+            "and hole-filled.",
+            "",
+            "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
+            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau` and `resize` are idc-toolkit's choices, and the "
+            "alignment, tone curve and envelope distance are our additions (benchmarks/mask_quality.py: mean IoU "
+            "0.91 on real-photo pairs against 0.39 for the recipe without them).",
             "",
             how,
         ],

@@ -1,7 +1,10 @@
-"""Segment Anything refinement of diff clusters (DAVIR §3.2).
+"""Segment Anything refinement of diff clusters (DAVIR §3.1).
 
 Every cluster's bounding box and centre point prompt ``SamPredictor`` on the after image and
-on the before image (a removal is only visible in the before image); of the 2 x 3 masks
+on the before image (a removal is only visible in the before image), each at its own full
+resolution: the prompts are mapped from the working resolution into each image's pixels, the
+compensated camera shift (integer and sub-pixel) included for the before image, and the
+before image's masks are mapped back into the after image's pixels. Of the 2 x 3 masks
 (``multimask_output``), the one with the highest IoU with the cluster's region is kept when
 that IoU reaches ``tau``. A cluster whose best SAM mask stays below ``tau`` is dropped, as the
 paper's "suppresses irrelevant background noise" says; ``keep_unmatched`` keeps its diff
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 from PIL import Image
@@ -97,19 +100,35 @@ class SamRefiner:
             masks, _, _ = p.predict_torch(point_coords=tp, point_labels=labels, boxes=tb, multimask_output=True)
         return masks.cpu().numpy()  # (clusters, 3, H, W) bool
 
-    def refine(self, before: Image.Image, after: Image.Image, clusters: Sequence, size: tuple[int, int], tau: float):
-        """Per cluster: its best SAM mask if that mask's IoU with the cluster's region reaches
-        tau, else ``None`` (the caller drops the cluster, as DAVIR does, or keeps its region)."""
-        a = np.asarray(after.convert("RGB").resize(size, Image.BILINEAR))
-        b = np.asarray(before.convert("RGB").resize(size, Image.BILINEAR))
-        boxes = np.array([c.box for c in clusters], dtype=np.float32)
-        points = np.array([c.point for c in clusters], dtype=np.float32)
-        cands = np.concatenate([self._candidates(a, boxes, points), self._candidates(b, boxes, points)], axis=1)
-        regions = []
-        for c, masks in zip(clusters, cands):
-            inter = (masks & c.region).sum(axis=(1, 2))
-            union = (masks | c.region).sum(axis=(1, 2))
-            iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-            j = int(np.argmax(iou))
-            regions.append(masks[j] if iou[j] >= tau else None)
+    def refine(self, before: Image.Image, after: Image.Image, clusters: Sequence, size: tuple[int, int], tau: float,
+               alignment: Optional[object] = None) -> list[Optional[np.ndarray]]:
+        """Per cluster: its best SAM mask (bool, after-image pixels) if that mask's IoU with the
+        cluster's region reaches tau, else ``None`` (the caller drops the cluster, as DAVIR does,
+        or keeps its region). ``size`` is the working resolution (w, h) of the clusters and
+        ``alignment`` the :class:`~.align.Alignment` the diff pipeline removed."""
+        from .diff import upsample
+
+        w, h = size
+        (wa, ha), (wb, hb) = after.size, before.size
+        dy, dx = ((alignment.shift[0] + alignment.subpixel[0], alignment.shift[1] + alignment.subpixel[1])
+                  if alignment is not None else (0.0, 0.0))
+        # continuous working coordinates: a box covers [x0, x1 + 1), a point sits at its pixel's centre
+        boxes = np.array([[c.box[0], c.box[1], c.box[2] + 1, c.box[3] + 1] for c in clusters], dtype=np.float64)
+        points = np.array([[c.point[0] + 0.5, c.point[1] + 0.5] for c in clusters], dtype=np.float64)
+        # after[y, x] ~ before[y - dy, x - dx]: the before image's working coordinates are shifted back
+        before_boxes, before_points = boxes - [dx, dy, dx, dy], points - [dx, dy]
+        scale_a, scale_b = np.array([wa / w, ha / h]), np.array([wb / w, hb / h])
+        cand_after = self._candidates(np.asarray(after.convert("RGB")), boxes * np.tile(scale_a, 2), points * scale_a)
+        cand_before = self._candidates(np.asarray(before.convert("RGB")), before_boxes * np.tile(scale_b, 2),
+                                       before_points * scale_b)
+        # a before-image mask in after-image pixels: after u -> working u*w/wa -> before (.. - dx)*wb/w
+        to_after = (wb / wa, 0.0, -dx * wb / w, 0.0, hb / ha, -dy * hb / h)
+        regions: list[Optional[np.ndarray]] = []
+        for c, masks_a, masks_b in zip(clusters, cand_after, cand_before):
+            region = upsample(c.region, (wa, ha))
+            masks = list(masks_a) + [np.asarray(Image.fromarray(m.astype(np.uint8) * 255).transform(
+                (wa, ha), Image.AFFINE, to_after, resample=Image.NEAREST)) > 127 for m in masks_b]
+            ious = [float((m & region).sum() / max(1, (m | region).sum())) for m in masks]
+            j = int(np.argmax(ious))
+            regions.append(masks[j] if ious[j] >= tau else None)
         return regions
