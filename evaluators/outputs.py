@@ -8,6 +8,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional
 
+from idc_toolkit.errors import EvaluationError
 from idc_toolkit.metrics.core import ScoreResult
 
 SEMANTICS = (
@@ -130,6 +131,27 @@ def plot_by_category(path: Path, result: ScoreResult) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> None:
+    """Refuse to write over the results of another run (the run engine's rule): the same
+    fingerprint rewrites them, another one names what differs, ``--overwrite`` replaces."""
+    from idc_toolkit.runs.fingerprint import differences
+
+    previous = out_dir / "metrics.json"
+    if overwrite or not previous.is_file():
+        return
+    try:
+        old = json.loads(previous.read_text()).get("meta", {}).get("run")
+    except (OSError, ValueError, AttributeError):
+        old = None
+    if old is None:
+        raise EvaluationError(f"{out_dir} holds results of an unknown run (metrics.json without a run record); "
+                              "pass --overwrite to replace them")
+    changed = differences(old, run)
+    if changed:
+        raise EvaluationError(f"{out_dir} holds results of another run ({'; '.join(changed)}); "
+                              "pass --overwrite to replace them, or choose another --out")
 
 
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],

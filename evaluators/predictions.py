@@ -22,6 +22,8 @@ from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
 MAX_LISTED = 20
+#: group names the scorer writes itself; a category may not take them
+RESERVED_GROUPS = frozenset({"overall", "change_only"})
 
 
 @dataclass
@@ -32,6 +34,9 @@ class References:
     fingerprint: str = ""
     #: category names in the dataset's own order (ClassLabel order), for the tables
     category_order: list[str] = field(default_factory=list)
+    #: pair_id -> every category it is listed under, where a category map lists it under
+    #: several (RCC's evaluate.py scores such a pair in each); ``categories`` holds the first
+    memberships: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _listed(ids: list[str]) -> str:
@@ -68,6 +73,13 @@ def load_predictions(path: Path | str) -> dict[str, str]:
     preds: dict[str, str] = {}
     duplicates: list[str] = []
 
+    def add_record(obj: dict[str, Any], where: str) -> None:
+        ids = {k: obj[k] for k in ("pair_id", "image_id") if obj.get(k) is not None}
+        if len(ids) == 2 and str(ids["pair_id"]) != str(ids["image_id"]):
+            raise EvaluationError(f"{where}: 'pair_id' {ids['pair_id']!r} and 'image_id' {ids['image_id']!r} disagree; "
+                                  "which pair is meant?")
+        add(next(iter(ids.values()), None), obj.get("caption"), where)
+
     def add(pid: Any, caption: Any, where: str) -> None:
         if pid is None:
             raise EvaluationError(f"{where}: no 'pair_id' / 'image_id'")
@@ -97,7 +109,7 @@ def load_predictions(path: Path | str) -> dict[str, str]:
                 raise EvaluationError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
             if not isinstance(obj, dict):
                 raise EvaluationError(f"{path}: line {lineno}: expected an object with pair_id and caption")
-            add(obj.get("pair_id", obj.get("image_id")), obj.get("caption"), f"{path}: line {lineno}")
+            add_record(obj, f"{path}: line {lineno}")
     elif isinstance(data, dict):
         for pid, caption in data.items():
             add(pid, caption, f"{path}: key {pid!r}")
@@ -105,7 +117,7 @@ def load_predictions(path: Path | str) -> dict[str, str]:
         for i, obj in enumerate(data):
             if not isinstance(obj, dict):
                 raise EvaluationError(f"{path}: item {i} is not an object")
-            add(obj.get("image_id", obj.get("pair_id")), obj.get("caption"), f"{path}: item {i}")
+            add_record(obj, f"{path}: item {i}")
     else:
         raise EvaluationError(f"{path}: expected a dict, a coco results list or JSON lines")
     if duplicates:
@@ -120,8 +132,9 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
     return h.hexdigest()[:16]
 
 
-def _category_map(path: Path | str) -> dict[str, str]:
-    """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style)."""
+def _category_map(path: Path | str) -> dict[str, list[str]]:
+    """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style), as
+    pair_id -> categories (an id listed under several categories keeps all of them)."""
     text = read_text(path, EvaluationError, "category map")
     try:
         data = json.loads(text)
@@ -130,8 +143,13 @@ def _category_map(path: Path | str) -> dict[str, str]:
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
     if all(isinstance(v, list) for v in data.values()):
-        return {str(pid): cat for cat, ids in data.items() for pid in ids}
-    return {str(k): str(v) for k, v in data.items()}
+        out: dict[str, list[str]] = {}
+        for cat, ids in data.items():
+            for pid in ids:
+                if cat not in out.setdefault(str(pid), []):
+                    out[str(pid)].append(cat)
+        return out
+    return {str(k): [str(v)] for k, v in data.items()}
 
 
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
@@ -144,14 +162,22 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}
+    spelled: dict[str, Any] = {}  # the first image_id as written, per pair
     for i, ann in enumerate(data["annotations"]):
         if not isinstance(ann, dict) or "image_id" not in ann:
             raise EvaluationError(f"{path}: annotation {i} has no image_id")
-        captions.setdefault(str(ann["image_id"]), []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
+        raw = ann["image_id"]
+        key = str(raw)
+        first = spelled.setdefault(key, raw)
+        if type(first) is not type(raw):
+            raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
+                                  "would be merged into one pair; use one spelling per pair")
+        captions.setdefault(key, []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
     cats = _category_map(category_map) if category_map else {}
-    categories = {pid: cats.get(pid) for pid in captions}
-    order = list(dict.fromkeys(c for c in categories.values() if c is not None))
-    return References(captions, categories, str(path), _fingerprint(captions, categories), order)
+    categories = {pid: (cats[pid][0] if cats.get(pid) else None) for pid in captions}
+    memberships = {pid: cats[pid] for pid in captions if len(cats.get(pid, ())) > 1}
+    order = list(dict.fromkeys(c for pid in captions for c in cats.get(pid, ())))
+    return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 
 
 def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID) -> References:
@@ -272,15 +298,24 @@ def prepare(
         warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
     groups: dict[str, list[str]] = {}
     if breakdown:
+        reserved = sorted(RESERVED_GROUPS & ({str(c) for c in refs.categories.values() if c is not None}
+                                             | {c for cats in refs.memberships.values() for c in cats}))
+        if reserved:
+            raise EvaluationError(f"category name(s) {', '.join(map(repr, reserved))} are reserved for the toolkit's own "
+                                  f"rows ({', '.join(sorted(RESERVED_GROUPS))}); rename them in {refs.source} or the category map")
         for pid in references:
-            cat = refs.categories.get(pid)
-            if cat is not None:
+            for cat in refs.memberships.get(pid) or ([refs.categories[pid]] if refs.categories.get(pid) is not None else []):
                 groups.setdefault(str(cat), []).append(pid)
+        several = [pid for pid in references if len(refs.memberships.get(pid, ())) > 1]
+        if several:
+            warnings.append(f"{len(several)} pair(s) are listed under several categories and are scored in each "
+                            f"(as RCC's evaluate.py does): {_listed(several)}")
         rank = {name: k for k, name in enumerate(refs.category_order)}
         groups = dict(sorted(groups.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
         if groups and NO_CHANGE_CATEGORIES & set(groups):
             groups["change_only"] = [
-                pid for pid in references if refs.categories.get(pid) not in NO_CHANGE_CATEGORIES and refs.categories.get(pid) is not None
+                pid for pid in references
+                if any(c not in NO_CHANGE_CATEGORIES for c in refs.memberships.get(pid) or [refs.categories.get(pid)] if c is not None)
             ]
     counts = Counter(refs.categories.get(pid) for pid in references)
     if breakdown and None in counts and len(counts) > 1:

@@ -55,22 +55,33 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                          references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
                          out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
                          allow_missing: bool = False, drop_empty_references: bool = False, breakdown: bool = True,
-                         bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None) -> Evaluation:
-    """Score ``predictions`` against a dataset split or a coco reference file."""
+                         bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None,
+                         overwrite: bool = False) -> Evaluation:
+    """Score ``predictions`` against a dataset split or a coco reference file. With ``out``,
+    a folder holding the results of another run (other predictions, references or options)
+    is refused unless ``overwrite``, as every other job's output is."""
+    from idc_toolkit import __version__
     from idc_toolkit.metrics.core import score_groups
+    from idc_toolkit.runs.fingerprint import digest
 
-    from .outputs import build_meta, metrics_dict, write_outputs
+    from .outputs import build_meta, check_previous_run, metrics_dict, write_outputs
 
     refs = load_references(dataset, split, references, categories, id_column)
     prep = prepare(_predictions(predictions), refs, allow_missing=allow_missing,
                    drop_empty_references=drop_empty_references, breakdown=breakdown)
+    run = {"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
+           "allow_missing": allow_missing, "drop_empty_references": drop_empty_references, "breakdown": breakdown,
+           "bootstrap": bootstrap, "seed": seed, "spice": bool(spice_jars), "toolkit_version": __version__}
+    if out is not None:
+        check_previous_run(Path(out), run, overwrite)
     for w in prep.warnings:
         log.warning("warning: %s", w)
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
     meta = build_meta(result, refs.source, refs.fingerprint,
-                      {"predictions": _source(predictions), "n_missing": prep.n_missing, "bootstrap": bootstrap})
+                      {"predictions": _source(predictions), "n_missing": prep.n_missing, "bootstrap": bootstrap,
+                       "run": run, "run_fingerprint": digest(run)})
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
     return Evaluation(write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta,

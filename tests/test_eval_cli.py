@@ -87,7 +87,8 @@ def test_compare(demo_dataset, tmp_path, capsys):
                  "--bootstrap", "200", "--metrics", "BLEU", "CIDEr"]) == 0
     report = json.loads((tmp_path / "c" / "compare.json").read_text())
     assert report["metrics"]["CIDEr"]["mean_difference"] > 0 and report["metrics"]["CIDEr"]["p_value"] < 0.05
-    assert "p-value" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "p-value" in shown and "| A (x100) | B (x100) |" in shown
 
 
 def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):

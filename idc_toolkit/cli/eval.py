@@ -102,6 +102,7 @@ def run_score(args) -> dict:
     from ..evaluators.scoring import evaluate
 
     ev = evaluate(args.predictions, out=args.out, breakdown=not args.no_breakdown, bootstrap=args.bootstrap,
+                  overwrite=args.overwrite,
                   **_reference_options(args))
     print(markdown_table(ev.result))
     print(f"(scores x100; written to {args.out})")
@@ -112,10 +113,18 @@ def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
     report = compare_systems(args.a, args.b, out=args.out, bootstrap=args.bootstrap, **_reference_options(args))
-    print("| metric | mean A-B (x100) | 95% interval | p-value |\n| --- | ---: | --- | ---: |")
+    print("| metric | A (x100) | B (x100) | mean A-B (x100) | 95% interval | p-value |\n| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():
-        print(f"| {m} | {100 * v['mean_difference']:+.2f} | [{100 * v['ci_low']:+.2f}, {100 * v['ci_high']:+.2f}] | {v['p_value']:.4f} |")
+        print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {100 * v['mean_difference']:+.2f} "
+              f"| [{100 * v['ci_low']:+.2f}, {100 * v['ci_high']:+.2f}] | {format_p_value(v['p_value'], args.bootstrap)} |")
     return report
+
+
+def format_p_value(p: float, resamples: int) -> str:
+    """A bootstrap p-value as far as the resamples resolve it: ``< 0.001`` rather than ``0.0000``
+    (with N resamples nothing below 1/N is measured)."""
+    floor = max(0.001, 1.0 / max(1, resamples))
+    return f"< {floor:g}" if p < floor else f"{p:.3f}"
 
 
 def run_model(args) -> None:

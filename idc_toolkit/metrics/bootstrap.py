@@ -61,11 +61,14 @@ def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> d
 
 def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_resamples: int,
                 seed: int) -> dict[str, dict[str, float]]:
-    """Per metric: mean resampled difference A - B, its 95% interval and the p-value."""
+    """Per metric: A's and B's scores on the pairs, the mean resampled difference A - B, its
+    95% interval and the p-value."""
     rng = np.random.default_rng(seed)
     weights = resample_counts(len(idx), n_resamples, rng)
     sa = metric_samples(cache_a, idx, weights)
     sb = metric_samples(cache_b, idx, weights)
+    whole = np.ones((1, len(idx)))  # every pair once: the systems' own scores
+    full_a, full_b = metric_samples(cache_a, idx, whole), metric_samples(cache_b, idx, whole)
     out = {}
     for metric in sa:
         if metric not in sb:
@@ -73,6 +76,8 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
         d = sa[metric] - sb[metric]
         p = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
         out[metric] = {
+            "a": float(full_a[metric][0]),
+            "b": float(full_b[metric][0]),
             "mean_difference": float(np.mean(d)),
             "ci_low": float(np.percentile(d, 2.5)),
             "ci_high": float(np.percentile(d, 97.5)),

@@ -132,10 +132,15 @@ def score_groups(
             group_indices[gname] = [position[g] for g in gids]
         scores: dict[str, dict[str, Optional[float]]] = {g: {} for g in group_indices}
         per_pair: dict[str, np.ndarray] = {}
+        scored = {g: idx for g, idx in group_indices.items() if idx}  # an empty group has no score, not 0
         for metric in cache.metrics.values():
-            for gname, values in metric.scores(group_indices).items():
+            for gname, values in metric.scores(scored).items():
                 scores[gname].update(values)
             per_pair.update(metric.per_pair())
+        names = [k for g in scored for k in scores[g]] or []
+        for gname in group_indices:
+            if gname not in scored:
+                scores[gname] = {k: None for k in dict.fromkeys(names)}
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
         spice = cache.metrics.get("SPICE")
         spice_status = spice.status if spice is not None else "not requested"
