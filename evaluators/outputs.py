@@ -159,7 +159,9 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
     out_dir.mkdir(parents=True, exist_ok=True)
     data = metrics_dict(result, meta, warnings)
     (out_dir / "metrics.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    table = markdown_table(result)
+    protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
+    table = (f"Protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
+             + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
     (out_dir / "metrics.md").write_text(table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)

@@ -173,10 +173,19 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
         captions.setdefault(key, []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
-    cats = _category_map(category_map) if category_map else {}
-    categories = {pid: (cats[pid][0] if cats.get(pid) else None) for pid in captions}
-    memberships = {pid: cats[pid] for pid in captions if len(cats.get(pid, ())) > 1}
-    order = list(dict.fromkeys(c for pid in captions for c in cats.get(pid, ())))
+    from .protocols import rcc_id  # a map keyed 000123.png names the pair 000123 too
+
+    raw = _category_map(category_map) if category_map else {}
+    cats: dict[str, list[str]] = {}
+    for key, names in raw.items():
+        cats.setdefault(rcc_id(key), []).extend(n for n in names if n not in cats.get(rcc_id(key), []))
+
+    def of(pid: str) -> list[str]:
+        return cats.get(rcc_id(pid), [])
+
+    categories = {pid: (of(pid)[0] if of(pid) else None) for pid in captions}
+    memberships = {pid: of(pid) for pid in captions if len(of(pid)) > 1}
+    order = list(dict.fromkeys(c for names in raw.values() for c in names))
     return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 
 

@@ -56,7 +56,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                          out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
                          allow_missing: bool = False, drop_empty_references: bool = False, breakdown: bool = True,
                          bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None,
-                         overwrite: bool = False) -> Evaluation:
+                         overwrite: bool = False, protocol: str = "rcc", drop_last_batch: int = 0) -> Evaluation:
     """Score ``predictions`` against a dataset split or a coco reference file. With ``out``,
     a folder holding the results of another run (other predictions, references or options)
     is refused unless ``overwrite``, as every other job's output is."""
@@ -66,10 +66,20 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
 
     from .outputs import build_meta, check_previous_run, metrics_dict, write_outputs
 
-    refs = load_references(dataset, split, references, categories, id_column)
-    prep = prepare(_predictions(predictions), refs, allow_missing=allow_missing,
-                   drop_empty_references=drop_empty_references, breakdown=breakdown)
-    run = {"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
+    from .protocols import get_protocol
+
+    proto = get_protocol(protocol, drop_last_batch)
+    refs = proto.references(load_references(dataset, split, references, categories, id_column))
+    preds = proto.predictions(_predictions(predictions), _source(predictions))
+    kept = proto.kept_ids(list(refs.captions))
+    if len(kept) < len(refs.captions):
+        refs.captions = {pid: refs.captions[pid] for pid in kept}
+        preds = {pid: c for pid, c in preds.items() if pid in refs.captions}
+    prep = prepare(preds, refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
+                   breakdown=breakdown)
+    prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, seed)
+    prep.warnings += proto.notes
+    run = {"protocol": proto.name, "drop_last_batch": drop_last_batch,"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
            "allow_missing": allow_missing, "drop_empty_references": drop_empty_references, "breakdown": breakdown,
            "bootstrap": bootstrap, "seed": seed, "spice": bool(spice_jars), "toolkit_version": __version__}
     if out is not None:
@@ -81,6 +91,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
         log.warning("warning: %s", result.spice_status)
     meta = build_meta(result, refs.source, refs.fingerprint,
                       {"predictions": _source(predictions), "n_missing": prep.n_missing, "bootstrap": bootstrap,
+                       "protocol": {"name": proto.name, "description": proto.description,
+                                    "comparable_with_rcc": proto.comparable_with_rcc},
                        "run": run, "run_fingerprint": digest(run)})
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
@@ -98,8 +110,11 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
     from idc_toolkit.metrics.core import build_cache
     from idc_toolkit.metrics.registry import metric_class, resolve_families
 
-    refs = load_references(dataset, split, references, categories, id_column)
-    preps = [prepare(_predictions(p), refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
+    from .protocols import get_protocol
+
+    proto = get_protocol("rcc")
+    refs = proto.references(load_references(dataset, split, references, categories, id_column))
+    preps = [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
                      breakdown=False) for p in (a, b)]
     if list(preps[0].references) != list(preps[1].references):
         raise EvaluationError("A and B do not cover the same pairs; a paired test needs the same pairs")

@@ -98,3 +98,60 @@ def test_out_over_other_results_is_refused_unless_overwrite(tmp_path, capsys):
 def test_p_values_are_shown_as_far_as_the_resamples_resolve_them():
     assert format_p_value(0.0, 1000) == "< 0.001" and format_p_value(0.0, 100) == "< 0.01"
     assert format_p_value(0.0421, 1000) == "0.042"
+
+
+def test_rcc_ids_and_rccs_own_type_mapping_form_distractor_and_change_only(shared, tmp_path):
+    """RCC's files as they are: ids ``000123.png`` / ``000123.png_n`` and its type_mapping.json
+    (no distractor key). The ``_n`` pairs form ``distractor`` and equal RCC's separate nsc run;
+    ``change_only`` equals its sc run."""
+    types = json.loads((shared / "real_annotations" / "clevr_change" / "type_mapping.json").read_text())
+    sc = [types["color"][0], types["color"][1], types["add"][0], types["move"][0]]  # "000000.png", ...
+    refs, preds = {}, {}
+    for k, sid in enumerate(sc):
+        refs[sid] = [f"the cube number {k} changed its color", f"a thing {k} changed"]
+        refs[sid + "_n"] = ["nothing has changed", "the scene is the same as before"]
+        preds[sid] = f"the cube {k} changed color"
+        preds[sid + "_n"] = "nothing changed" if k % 2 else "the scene is the same"
+    ref_file = _coco(tmp_path, refs)
+    pred_file = _write(tmp_path, "results.json", [{"image_id": i, "caption": c} for i, c in preds.items()])
+    m = evaluate(str(pred_file), references=str(ref_file),
+                 categories=str(shared / "real_annotations" / "clevr_change" / "type_mapping.json"),
+                 metrics=["BLEU", "CIDEr"]).metrics
+    assert m["by_category"]["distractor"]["n"] == 4 and m["change_only"]["n"] == 4
+    assert m["by_category"]["color"]["n"] == 2 and not any("no category" in w for w in m["warnings"])
+    for group, ids in (("distractor", [i + "_n" for i in sc]), ("change_only", sc)):
+        alone = evaluate({i: preds[i] for i in ids}, references=str(_coco(tmp_path, {i: refs[i] for i in ids})),
+                         metrics=["BLEU", "CIDEr"], breakdown=False).metrics["overall"]
+        row = m["change_only"] if group == "change_only" else m["by_category"][group]
+        assert row["Bleu_4"] == alone["Bleu_4"] and row["CIDEr"] == alone["CIDEr"]
+
+
+def test_rcc_ids_are_accepted_against_a_built_dataset(demo_dataset, tmp_path):
+    from idc_toolkit.evaluators.scoring import load_references
+
+    refs = load_references(dataset=str(demo_dataset), split="test")
+    as_rcc = {(pid[:-2] + ".png_n" if pid.endswith("_n") else pid + ".png"): caps[0] for pid, caps in refs.captions.items()}
+    m = evaluate(as_rcc, dataset=str(demo_dataset), metrics=["BLEU"]).metrics
+    assert m["overall"]["n"] == len(refs.captions)
+    both = {**as_rcc, next(iter(refs.captions)): "x"}
+    with pytest.raises(EvaluationError, match="name the same pair"):
+        evaluate(both, dataset=str(demo_dataset), metrics=["BLEU"])
+
+
+def test_blip2idc_protocol_replaces_no_change_predictions_and_drops_the_last_batch(tmp_path):
+    refs = {**REFS, "2": ["nothing has changed", "the scene is the same as before", "no change"]}
+    preds = {**PREDS, "2": "there is no change"}
+    ref_file = _coco(tmp_path, refs)
+    cats = _write(tmp_path, "cats.json", {"distractor": ["2"], "move": ["1", "3", "4"]})
+    rcc = evaluate(preds, references=str(ref_file), categories=str(cats), metrics=["BLEU", "CIDEr"]).metrics
+    b2 = evaluate(preds, references=str(ref_file), categories=str(cats), metrics=["BLEU", "CIDEr"], protocol="blip2idc").metrics
+    assert b2["by_category"]["distractor"]["Bleu_1"] == pytest.approx(1.0) and rcc["by_category"]["distractor"]["Bleu_1"] < 0.8
+    assert b2["meta"]["protocol"]["comparable_with_rcc"] is False and rcc["meta"]["protocol"]["comparable_with_rcc"]
+    assert any("replaced by a random reference" in w for w in b2["warnings"])
+    again = evaluate(preds, references=str(ref_file), categories=str(cats), metrics=["BLEU", "CIDEr"], protocol="blip2idc").metrics
+    assert again["overall"] == b2["overall"]  # seeded
+    dropped = evaluate({k: v for k, v in preds.items() if k != "4"}, references=str(ref_file), metrics=["BLEU"],
+                       protocol="blip2idc", drop_last_batch=3).metrics
+    assert dropped["overall"]["n"] == 3
+    with pytest.raises(EvaluationError, match="needs --protocol blip2idc"):
+        evaluate(preds, references=str(ref_file), metrics=["BLEU"], drop_last_batch=3)

@@ -77,6 +77,13 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-breakdown", action="store_true", help="score only the whole set")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="95%% bootstrap intervals from N resamples")
+    from ..evaluators.protocols import PROTOCOLS
+
+    p.add_argument("--protocol", default="rcc", choices=list(PROTOCOLS),
+                   help="rcc: RobustChangeCaptioning evaluate.py (RCC ids and type_mapping.json accepted); blip2idc: "
+                        "BLIP2IDC eval_utils.py (no-change predictions replaced by a reference; not comparable)")
+    p.add_argument("--drop-last-batch", type=int, default=0, metavar="N",
+                   help="with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do")
     _add_reference_args(p)
     return p
 
@@ -97,13 +104,19 @@ def _reference_options(args) -> dict:
             "drop_empty_references": args.drop_empty_references, "spice_jars": args.spice_jars, "seed": args.seed}
 
 
+def _protocol_options(args) -> dict:
+    return {"protocol": args.protocol, "drop_last_batch": args.drop_last_batch}
+
+
 def run_score(args) -> dict:
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 
     ev = evaluate(args.predictions, out=args.out, breakdown=not args.no_breakdown, bootstrap=args.bootstrap,
-                  overwrite=args.overwrite,
+                  overwrite=args.overwrite, **_protocol_options(args),
                   **_reference_options(args))
+    protocol = ev.metrics["meta"]["protocol"]
+    print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
     print(f"(scores x100; written to {args.out})")
     return ev.metrics

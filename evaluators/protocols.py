@@ -1,0 +1,141 @@
+"""Evaluation protocols: the procedures the field's tables come from (``--protocol``).
+
+* ``rcc`` (default) — RobustChangeCaptioning's ``evaluate.py`` and its family (SCORER, DIRL):
+  every group its own coco-caption evaluation. RCC-family ids are taken as they are:
+  ``000123.png`` / ``000123.png_n`` in predictions, coco reference files and category maps
+  are the same pairs as the toolkit's ``000123`` / ``000123_n``; with RCC's own
+  ``type_mapping.json`` (no distractor key) the ``_n`` pairs form ``distractor`` and
+  ``change_only`` is formed, as ``evaluate.py``'s separate nsc run and sc-by-type runs do.
+* ``blip2idc`` — BLIP2IDC's ``eval_utils.py``: a no-change pair whose prediction is one of its
+  8 no-change phrases gets a random reference of that pair as its prediction before scoring
+  (seeded here), and ``--drop-last-batch N`` reproduces its test loaders' ``drop_last=True``.
+  This inflates no-change and total scores, so the output says it is not comparable with
+  ``rcc`` numbers.
+
+A protocol is one small class with a name, a description and hooks; the registry is the dict
+:data:`PROTOCOLS`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, TypeVar
+
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.schema import NO_CHANGE_CATEGORIES
+
+V = TypeVar("V")
+_RCC_ID = re.compile(r"(\d+)\.png(_n)?")
+
+#: BLIP2IDC ``eval_utils.py``: the generated texts it treats as "no change"
+BLIP2IDC_NO_CHANGE = (
+    "no change was made", "there is no change", "the two scenes seem identical", "the scene is the same as before",
+    "the scene remains the same", "nothing has changed", "nothing was modified", "no change has occurred",
+)
+
+
+def rcc_id(key: str) -> str:
+    """``000123.png`` -> ``000123`` and ``000123.png_n`` -> ``000123_n``; other ids unchanged."""
+    m = _RCC_ID.fullmatch(key)
+    return m.group(1) + (m.group(2) or "") if m else key
+
+
+def normalise_ids(mapping: dict[str, V], where: str) -> dict[str, V]:
+    """``mapping`` with RCC-family ids normalised; two spellings of one pair are an error."""
+    out: dict[str, V] = {}
+    spelled: dict[str, str] = {}
+    for key, value in mapping.items():
+        new = rcc_id(key)
+        if new in out:
+            raise EvaluationError(f"{where}: {spelled[new]!r} and {key!r} name the same pair; keep one")
+        out[new], spelled[new] = value, key
+    return out
+
+
+def _is_no_change_text(text: str) -> bool:
+    return text.strip().lower().rstrip(" .") in BLIP2IDC_NO_CHANGE
+
+
+@dataclass
+class Protocol:
+    name: str = "rcc"
+    description: str = "RobustChangeCaptioning evaluate.py: every group its own coco-caption evaluation"
+    comparable_with_rcc: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def references(self, refs: Any) -> Any:
+        """RCC ids as the toolkit's; ``_n`` pairs without a category form ``distractor``."""
+        refs.captions = normalise_ids(refs.captions, refs.source)
+        refs.categories = normalise_ids(refs.categories, refs.source)
+        refs.memberships = normalise_ids(refs.memberships, refs.source)
+        has_no_change = any(c in NO_CHANGE_CATEGORIES for c in refs.categories.values())
+        if refs.categories and not has_no_change and any(c is not None for c in refs.categories.values()):
+            orphans = [pid for pid, c in refs.categories.items() if c is None and pid.endswith("_n")]
+            for pid in orphans:
+                refs.categories[pid] = "distractor"
+            if orphans:
+                self.notes.append(f"{len(orphans)} '_n' pair(s) without a category form 'distractor' "
+                                  "(RCC's type_mapping.json has no distractor key; evaluate.py scores them as its nsc run)")
+                refs.category_order = [*refs.category_order, "distractor"]
+        return refs
+
+    def predictions(self, predictions: dict[str, str], where: str) -> dict[str, str]:
+        return normalise_ids(predictions, where)
+
+    def prepare(self, hypotheses: dict[str, str], references: dict[str, list[str]],
+                categories: dict[str, Optional[str]], seed: int) -> dict[str, str]:
+        """The hypotheses actually scored (the rcc protocol scores them as they are)."""
+        return hypotheses
+
+    def kept_ids(self, ids: list[str]) -> list[str]:
+        return ids
+
+
+@dataclass
+class Blip2IdcProtocol(Protocol):
+    name: str = "blip2idc"
+    description: str = ("BLIP2IDC eval_utils.py: a no-change phrase predicted for a no-change pair is replaced by a "
+                        "random reference of that pair; drop_last test loaders")
+    comparable_with_rcc: bool = False
+    drop_last_batch: int = 0
+
+    def prepare(self, hypotheses, references, categories, seed):
+        """BLIP2IDC's replacement: where a pair's references hold a no-change phrase and the
+        prediction is one of its 8 no-change phrases, score a random reference instead."""
+        rng = random.Random(seed)
+        out, replaced = dict(hypotheses), 0
+        for pid, hyp in hypotheses.items():
+            refs = references[pid]
+            if _is_no_change_text(hyp) and any(_is_no_change_text(r) for r in refs):
+                out[pid] = rng.choice(refs)
+                replaced += 1
+        self.notes.append(f"{replaced} no-change prediction(s) replaced by a random reference of their pair "
+                          "(BLIP2IDC's eval_utils.py); NOT comparable with rcc-protocol numbers")
+        return out
+
+    def kept_ids(self, ids):
+        """The pairs a ``drop_last=True`` loader of batch size N sees: the last partial batch is gone."""
+        n = self.drop_last_batch
+        if n <= 0 or len(ids) % n == 0:
+            return ids
+        kept = ids[: len(ids) - len(ids) % n]
+        self.notes.append(f"--drop-last-batch {n}: the last {len(ids) - len(kept)} pair(s) are not scored, as BLIP2IDC's "
+                          "drop_last=True test loaders skip them")
+        return kept
+
+
+#: ``--protocol`` name -> class
+PROTOCOLS: dict[str, type[Protocol]] = {"rcc": Protocol, "blip2idc": Blip2IdcProtocol}
+
+
+def get_protocol(name: str, drop_last_batch: int = 0) -> Protocol:
+    if name not in PROTOCOLS:
+        raise EvaluationError(f"unknown --protocol {name!r}; choose one of {', '.join(PROTOCOLS)}")
+    if drop_last_batch and name != "blip2idc":
+        raise EvaluationError("--drop-last-batch reproduces BLIP2IDC's loaders; it needs --protocol blip2idc")
+    protocol = PROTOCOLS[name]()
+    if isinstance(protocol, Blip2IdcProtocol):
+        protocol.drop_last_batch = drop_last_batch
+    return protocol
