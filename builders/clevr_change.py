@@ -82,6 +82,29 @@ class ClevrChange(PairBuilder):
         ),
     )
 
+    #: RCC's viewpoint-difficulty file (evaluate_by_IOU.py); when the release has it, every pair
+    #: gets its IoU in a ``viewpoint_iou`` column (``idc-eval --iou-column viewpoint_iou``)
+    IOU_FILE = "change_captions_by_IOU.json"
+    extra_docs = {"viewpoint_iou": "IoU of the change pair's viewpoints from RCC's change_captions_by_IOU.json "
+                                   "(lower = harder), null on distractor pairs; only when the release has that file"}
+
+    def features(self):
+        from datasets import Value
+
+        from idc_toolkit.schema import pair_features
+
+        extra = {"viewpoint_iou": Value("float32")} if (self.raw_dir / self.IOU_FILE).is_file() else {}
+        return pair_features(self.categories, {**self.extra_features, **extra})
+
+    def _viewpoint_iou(self, sid: str) -> dict:
+        """``{"viewpoint_iou": iou}`` when the release has the IoU file (keys: numeric ids)."""
+        if not (self.raw_dir / self.IOU_FILE).is_file():
+            return {}
+        if not hasattr(self, "_ious"):
+            raw = read_json(self.raw_dir / self.IOU_FILE)
+            self._ious = {f"{int(k):06d}": float(v) for k, v in raw.items()}
+        return {"viewpoint_iou": self._ious.get(sid)}
+
     def _load(self) -> None:
         if hasattr(self, "_splits"):
             return
@@ -125,6 +148,7 @@ class ClevrChange(PairBuilder):
                         after=self.raw_dir / "sc_images" / f"CLEVR_semantic_{sid}.png",
                         captions=captions,
                         category=change_type,
+                        extra=self._viewpoint_iou(sid),
                         source=f"{self.raw_dir / 'change_captions.json'}#{name}",
                     )
             if not self.config.include_distractors:
@@ -140,6 +164,7 @@ class ClevrChange(PairBuilder):
                 after=self.raw_dir / "nsc_images" / f"CLEVR_nonsemantic_{sid}.png",
                 captions=captions,
                 category="distractor",
+                extra={k: None for k in self._viewpoint_iou(sid)},  # RCC's IoU describes the change pair
                 source=f"{self.raw_dir / 'no_change_captions.json'}#{name}",
             )
 

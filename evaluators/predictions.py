@@ -37,6 +37,8 @@ class References:
     #: pair_id -> every category it is listed under, where a category map lists it under
     #: several (RCC's evaluate.py scores such a pair in each); ``categories`` holds the first
     memberships: dict[str, list[str]] = field(default_factory=dict)
+    #: pair_id -> viewpoint IoU (``--iou-file`` / ``--iou-column``): adds the difficulty groups
+    ious: dict[str, Optional[float]] = field(default_factory=dict)
 
 
 def _listed(ids: list[str]) -> str:
@@ -189,8 +191,11 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 
 
-def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID) -> References:
-    """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id).
+def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID,
+                            group_by: Optional[str] = None, iou_column: Optional[str] = None) -> References:
+    """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id);
+    ``group_by`` names a column whose values are the groups instead of ``category``, and
+    ``iou_column`` one holding each pair's viewpoint IoU.
 
     A local ``idc-build`` folder is read straight from its parquet shards, only the id,
     captions and category columns, so no image is decoded or copied into a cache.
@@ -206,7 +211,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
 
         schema = pq.read_schema(shards[0])
         features = Features.from_arrow_schema(schema)
-        cols = [c for c in (id_column, CAPTIONS, CATEGORY) if c in schema.names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_by or CATEGORY, iou_column)) if c and c in schema.names]
         rows: dict[str, list] = {c: [] for c in cols}
         for shard in shards:
             table = pq.read_table(shard, columns=cols)
@@ -223,12 +228,13 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
         except ValueError as exc:
             raise EvaluationError(f"{dataset}: cannot load split {split!r}: {exc}") from None
         features = ds.features
-        cols = [c for c in (id_column, CAPTIONS, CATEGORY) if c in ds.column_names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_by or CATEGORY, iou_column)) if c and c in ds.column_names]
         rows = {c: list(ds[c]) for c in cols}
-    for needed in (id_column, CAPTIONS):
-        if needed not in rows:
+    for needed in (id_column, CAPTIONS, group_by, iou_column):
+        if needed and needed not in rows:
             raise EvaluationError(f"{dataset}: split {split!r} has no {needed!r} column")
-    names = features[CATEGORY].names if isinstance(features.get(CATEGORY), ClassLabel) else None
+    group_column = group_by or CATEGORY
+    names = features[group_column].names if isinstance(features.get(group_column), ClassLabel) else None
     captions: dict[str, list[str]] = {}
     categories: dict[str, Optional[str]] = {}
     for k, pid in enumerate(rows[id_column]):
@@ -236,9 +242,12 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
         if pid in captions:
             raise EvaluationError(f"{dataset}: pair id {pid!r} occurs twice in split {split!r}")
         captions[pid] = list(rows[CAPTIONS][k] or [])
-        cat = rows[CATEGORY][k] if CATEGORY in rows else None
-        categories[pid] = names[cat] if (names is not None and cat is not None) else cat
-    return References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))
+        cat = rows[group_column][k] if group_column in rows else None
+        categories[pid] = names[cat] if (names is not None and cat is not None) else (None if cat is None else str(cat))
+    refs = References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))
+    if iou_column:
+        refs.ious = {str(pid): v for pid, v in zip(rows[id_column], rows[iou_column])}
+    return refs
 
 
 @dataclass
@@ -307,11 +316,14 @@ def prepare(
         warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
     groups: dict[str, list[str]] = {}
     if breakdown:
-        reserved = sorted(RESERVED_GROUPS & ({str(c) for c in refs.categories.values() if c is not None}
-                                             | {c for cats in refs.memberships.values() for c in cats}))
+        from .groups import IOU_GROUPS, iou_groups
+
+        taken = RESERVED_GROUPS | (frozenset(IOU_GROUPS) if refs.ious else frozenset())
+        reserved = sorted(taken & ({str(c) for c in refs.categories.values() if c is not None}
+                                   | {c for cats in refs.memberships.values() for c in cats}))
         if reserved:
             raise EvaluationError(f"category name(s) {', '.join(map(repr, reserved))} are reserved for the toolkit's own "
-                                  f"rows ({', '.join(sorted(RESERVED_GROUPS))}); rename them in {refs.source} or the category map")
+                                  f"rows ({', '.join(sorted(taken))}); rename them in {refs.source} or the category map")
         for pid in references:
             for cat in refs.memberships.get(pid) or ([refs.categories[pid]] if refs.categories.get(pid) is not None else []):
                 groups.setdefault(str(cat), []).append(pid)
@@ -326,6 +338,8 @@ def prepare(
                 pid for pid in references
                 if any(c not in NO_CHANGE_CATEGORIES for c in refs.memberships.get(pid) or [refs.categories.get(pid)] if c is not None)
             ]
+    if breakdown and refs.ious:
+        groups.update(iou_groups(refs.ious, list(references), refs.categories, refs.source))
     counts = Counter(refs.categories.get(pid) for pid in references)
     if breakdown and None in counts and len(counts) > 1:
         warnings.append(f"{counts[None]} pair(s) have no category and appear only in 'overall'")

@@ -18,13 +18,30 @@ Predictions = Union[str, Path, Mapping[str, str]]
 
 
 def load_references(dataset: Optional[str] = None, split: str = "test", references: Optional[str] = None,
-                    categories: Optional[str] = None, id_column: str = "pair_id") -> References:
-    """References from a dataset (its ``captions``/``category``) or a coco-caption file."""
+                    categories: Optional[str] = None, id_column: str = "pair_id", groups: Optional[str] = None,
+                    group_by: Optional[str] = None, iou_file: Optional[str] = None,
+                    iou_column: Optional[str] = None) -> References:
+    """References from a dataset (its ``captions``/``category``) or a coco-caption file, with the
+    groups of :mod:`.groups` (``groups`` file, ``group_by`` column, viewpoint IoU)."""
+    from .groups import apply_group_file, read_iou_file
+
     if (dataset is None) == (references is None):
         raise EvaluationError("give exactly one of dataset= and references=")
+    if references is not None and (group_by or iou_column):
+        raise EvaluationError("group_by / iou_column name dataset columns; with a coco file use groups= / iou_file=")
+    if categories and groups:
+        raise EvaluationError("give the groups once: categories= (coco files) or groups=")
     if dataset is not None:
-        return load_references_dataset(dataset, split, id_column)
-    return load_references_coco(references, categories)
+        if categories:
+            raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
+        refs = load_references_dataset(dataset, split, id_column, group_by, iou_column)
+    else:
+        refs = load_references_coco(references, categories)
+    if groups:
+        refs = apply_group_file(refs, groups)
+    if iou_file:
+        refs.ious = read_iou_file(iou_file)
+    return refs
 
 
 def _source(predictions: Predictions) -> str:
@@ -53,6 +70,8 @@ def evaluate_predictions(predictions: Predictions, **options: Any) -> dict[str, 
 
 def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: str = "test",
                          references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
+                         groups: Optional[str] = None, group_by: Optional[str] = None, iou_file: Optional[str] = None,
+                         iou_column: Optional[str] = None,
                          out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
                          allow_missing: bool = False, drop_empty_references: bool = False, breakdown: bool = True,
                          bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None,
@@ -62,14 +81,15 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     is refused unless ``overwrite``, as every other job's output is."""
     from idc_toolkit import __version__
     from idc_toolkit.metrics.core import score_groups
-    from idc_toolkit.runs.fingerprint import digest
+    from idc_toolkit.runs.fingerprint import digest, path_content
 
     from .outputs import build_meta, check_previous_run, metrics_dict, write_outputs
 
     from .protocols import get_protocol
 
     proto = get_protocol(protocol, drop_last_batch)
-    refs = proto.references(load_references(dataset, split, references, categories, id_column))
+    refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
+                                            iou_file, iou_column))
     preds = proto.predictions(_predictions(predictions), _source(predictions))
     kept = proto.kept_ids(list(refs.captions))
     if len(kept) < len(refs.captions):
@@ -79,7 +99,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                    breakdown=breakdown)
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, seed)
     prep.warnings += proto.notes
-    run = {"protocol": proto.name, "drop_last_batch": drop_last_batch,"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
+    run = {"protocol": proto.name, "drop_last_batch": drop_last_batch, "groups": path_content(groups),
+           "group_by": group_by, "iou": path_content(iou_file) or iou_column,"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
            "allow_missing": allow_missing, "drop_empty_references": drop_empty_references, "breakdown": breakdown,
            "bootstrap": bootstrap, "seed": seed, "spice": bool(spice_jars), "toolkit_version": __version__}
     if out is not None:
@@ -102,6 +123,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
 
 def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = None, split: str = "test",
                     references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
+                    groups: Optional[str] = None, group_by: Optional[str] = None, iou_file: Optional[str] = None,
+                    iou_column: Optional[str] = None,
                     out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
                     allow_missing: bool = False, drop_empty_references: bool = False, bootstrap: int = 1000,
                     seed: int = 0, spice_jars: Optional[str] = None) -> dict[str, Any]:
@@ -113,7 +136,8 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
     from .protocols import get_protocol
 
     proto = get_protocol("rcc")
-    refs = proto.references(load_references(dataset, split, references, categories, id_column))
+    refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
+                                            iou_file, iou_column))
     preps = [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
                      breakdown=False) for p in (a, b)]
     if list(preps[0].references) != list(preps[1].references):

@@ -26,6 +26,10 @@ def _add_reference_args(p: argparse.ArgumentParser) -> None:
     src.add_argument("--references", help="a coco-caption annotation file")
     p.add_argument("--split", default="test", help="dataset split")
     p.add_argument("--categories", help="with --references: {pair_id: category} or {category: [pair_id, ...]}")
+    p.add_argument("--groups", help="groups replacing the categories, any reference source: {pair_id: group} or {group: [ids]}")
+    p.add_argument("--group-by", help="with --dataset: a column whose values are the groups")
+    p.add_argument("--iou-file", help="RCC's change_captions_by_IOU.json: adds the viewpoint-difficulty groups")
+    p.add_argument("--iou-column", help="with --dataset: a column of viewpoint IoUs (clevr_change's viewpoint_iou)")
     p.add_argument("--id-column", default="pair_id", help="dataset column holding the prediction ids")
     from ..metrics.registry import METRICS
 
@@ -100,6 +104,7 @@ def make_compare_parser() -> argparse.ArgumentParser:
 
 def _reference_options(args) -> dict:
     return {"dataset": args.dataset, "split": args.split, "references": args.references, "categories": args.categories,
+            "groups": args.groups, "group_by": args.group_by, "iou_file": args.iou_file, "iou_column": args.iou_column,
             "id_column": args.id_column, "metrics": args.metrics, "allow_missing": args.allow_missing,
             "drop_empty_references": args.drop_empty_references, "spice_jars": args.spice_jars, "seed": args.seed}
 

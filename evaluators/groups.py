@@ -1,0 +1,78 @@
+"""Groups beyond a dataset's own categories: a group file or column, and viewpoint difficulty.
+
+* ``--groups FILE`` — ``{pair_id: group}`` or ``{group: [pair_id, ...]}``, on a built dataset
+  or a coco reference file (it replaces the categories; an id under two groups is scored in both);
+* ``--group-by COLUMN`` — a column of the dataset (any type; values become group names);
+* ``--iou-file FILE`` / ``--iou-column COLUMN`` — RobustChangeCaptioning's viewpoint difficulty
+  (``evaluate_by_IOU.py``, DIRL Fig. 4): the change pairs sorted by the IoU of their viewpoints,
+  ``iou_hardest_25`` = the ``int(0.25 n)`` lowest, ``iou_easiest_25`` = the ``int(0.25 n)``
+  highest (ties in file order, as its stable sort), and ``iou_q1`` .. ``iou_q4`` the four
+  equal-count buckets from hardest to easiest (our addition).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.files import read_text
+from idc_toolkit.schema import NO_CHANGE_CATEGORIES
+
+IOU_FRACTION = 0.25  #: RCC's ``percentage``
+IOU_GROUPS = ("iou_hardest_25", "iou_easiest_25", "iou_q1", "iou_q2", "iou_q3", "iou_q4")
+
+
+def apply_group_file(refs: Any, path: str | Path) -> Any:
+    """``refs`` with its categories replaced by the groups of ``path``."""
+    from .predictions import _category_map
+    from .protocols import rcc_id
+
+    groups: dict[str, list[str]] = {}
+    for key, names in _category_map(path).items():
+        groups.setdefault(rcc_id(key), []).extend(names)
+    unknown = [k for k in groups if k not in refs.captions and rcc_id(k) not in {rcc_id(p) for p in refs.captions}]
+    if len(unknown) == len(groups) and groups:
+        raise EvaluationError(f"{path}: none of its ids is a pair of {refs.source} (e.g. {unknown[0]!r}); wrong file?")
+    refs.categories = {pid: (groups.get(rcc_id(pid)) or [None])[0] for pid in refs.captions}
+    refs.memberships = {pid: groups[rcc_id(pid)] for pid in refs.captions if len(groups.get(rcc_id(pid), ())) > 1}
+    refs.category_order = list(dict.fromkeys(g for names in groups.values() for g in names))
+    return refs
+
+
+def read_iou_file(path: str | Path) -> dict[str, float]:
+    """RCC's ``change_captions_by_IOU.json``: ``{"<numeric id>": iou}`` -> ``{"000123": iou}``."""
+    try:
+        data = json.loads(read_text(path, EvaluationError, "IoU file"))
+    except json.JSONDecodeError as exc:
+        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise EvaluationError(f"{path}: expected {{id: iou}}")
+    out = {}
+    for key, value in data.items():
+        try:
+            out[f"{int(str(key).split('.')[0]):06d}"] = float(value)
+        except (TypeError, ValueError):
+            raise EvaluationError(f"{path}: entry {key!r}: {value!r} is not an id with a number") from None
+    return out
+
+
+def iou_groups(ious: dict[str, Optional[float]], ids: list[str], categories: dict[str, Optional[str]],
+               source: str) -> dict[str, list[str]]:
+    """The difficulty groups of the change pairs among ``ids`` (see the module docstring)."""
+    change = [pid for pid in ids if not pid.endswith("_n") and categories.get(pid) not in NO_CHANGE_CATEGORIES]
+    missing = [pid for pid in change if ious.get(pid) is None]
+    if missing:
+        from .predictions import _listed
+
+        raise EvaluationError(f"{source}: no viewpoint IoU for {len(missing)} change pair(s): {_listed(missing)}")
+    order = {pid: k for k, pid in enumerate(ious)}  # the file's order breaks ties, as a stable sort does
+    ranked = sorted(change, key=lambda pid: (ious[pid], order.get(pid, 0)))
+    count = int(len(ranked) * IOU_FRACTION)
+    groups = {"iou_hardest_25": ranked[:count], "iou_easiest_25": ranked[len(ranked) - count:] if count else []}
+    for k, chunk in enumerate(np.array_split(np.array(ranked, dtype=object), 4), 1):
+        groups[f"iou_q{k}"] = [str(x) for x in chunk]
+    return groups

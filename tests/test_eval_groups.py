@@ -1,0 +1,102 @@
+"""Groups beyond the dataset's categories: a group file or column on a built dataset, and
+RobustChangeCaptioning's viewpoint difficulty (evaluate_by_IOU.py), checked against scoring
+each group's pairs alone and against ground truth built here."""
+
+import json
+import shutil
+
+import pytest
+
+from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.evaluators.scoring import evaluate, load_references
+
+pytestmark = pytest.mark.java
+METRICS = ["BLEU", "CIDEr"]
+
+
+def _score_subset(preds, captions):
+    from idc_toolkit.metrics import score_groups
+
+    r = score_groups(preds, captions, metrics=METRICS)
+    return r.groups["overall"].scores
+
+
+@pytest.fixture(scope="module")
+def scored(demo_dataset):
+    refs = load_references(dataset=str(demo_dataset), split="test")
+    preds = {pid: caps[-1] for pid, caps in refs.captions.items()}
+    return refs, preds
+
+
+def test_group_file_on_a_built_dataset(demo_dataset, scored, tmp_path):
+    refs, preds = scored
+    ids = list(refs.captions)
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"first": ids[:4], "second": ids[3:8]}))  # ids[3] in both
+    m = evaluate(preds, dataset=str(demo_dataset), groups=str(groups), metrics=METRICS).metrics
+    assert m["by_category"]["first"]["n"] == 4 and m["by_category"]["second"]["n"] == 5
+    for name, sub in (("first", ids[:4]), ("second", ids[3:8])):
+        alone = _score_subset({i: preds[i] for i in sub}, {i: refs.captions[i] for i in sub})
+        assert {k: m["by_category"][name][k] for k in alone} == alone
+    with pytest.raises(EvaluationError, match="categories= goes with references="):
+        evaluate(preds, dataset=str(demo_dataset), categories=str(groups), metrics=METRICS)
+
+
+def test_group_by_a_dataset_column(tmp_path):
+    from datasets import Dataset
+
+    folder = tmp_path / "ds"
+    (folder / "data").mkdir(parents=True)
+    Dataset.from_dict({"pair_id": ["a", "b", "c", "d"], "captions": [["a red car"], ["a blue car"], ["a man"], ["a dog"]],
+                       "difficulty": ["easy", "hard", "hard", None]}).to_parquet(folder / "data" / "test-00000-of-00001.parquet")
+    preds = {"a": "a red car", "b": "a car", "c": "a man", "d": "a cat"}
+    m = evaluate(preds, dataset=str(folder), group_by="difficulty", metrics=METRICS).metrics
+    assert m["by_category"]["easy"]["n"] == 1 and m["by_category"]["hard"]["n"] == 2
+    assert m["by_category"]["hard"]["Bleu_1"] == _score_subset({"b": preds["b"], "c": preds["c"]},
+                                                                {"b": ["a blue car"], "c": ["a man"]})["Bleu_1"]
+    with pytest.raises(EvaluationError, match="no 'nope' column"):
+        evaluate(preds, dataset=str(folder), group_by="nope", metrics=METRICS)
+
+
+def test_viewpoint_difficulty_groups_as_evaluate_by_iou(tmp_path):
+    """8 change pairs + their distractors; IoU ranks known here: hardest 25% = the 2 lowest."""
+    ious = {str(k): v for k, v in enumerate([0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8, 0.6])}
+    anns, preds = [], {}
+    for k in range(8):
+        sid = f"{k:06d}"
+        anns += [{"image_id": sid, "caption": f"the cube {k} moved left"}, {"image_id": sid, "caption": f"cube {k} moved"},
+                 {"image_id": sid + "_n", "caption": "nothing changed"}]
+        preds[sid], preds[sid + "_n"] = (f"the cube {k} moved" if k % 2 else "a sphere appeared"), "no change"
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"annotations": anns}))
+    iou_file = tmp_path / "change_captions_by_IOU.json"
+    iou_file.write_text(json.dumps(ious))
+    m = evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=METRICS).metrics
+    bc = m["by_category"]
+    assert bc["iou_hardest_25"]["n"] == 2 and bc["iou_easiest_25"]["n"] == 2 and [bc[f"iou_q{q}"]["n"] for q in (1, 2, 3, 4)] == [2] * 4
+    captions = {}
+    for a in anns:
+        captions.setdefault(a["image_id"], []).append(a["caption"])
+    for name, sub in (("iou_hardest_25", ["000001", "000005"]), ("iou_easiest_25", ["000006", "000000"]),
+                      ("iou_q2", ["000003", "000002"])):
+        assert {k: bc[name][k] for k in ("Bleu_4", "CIDEr")} == {
+            k: v for k, v in _score_subset({i: preds[i] for i in sub}, {i: captions[i] for i in sub}).items() if k in ("Bleu_4", "CIDEr")}
+    iou_file.write_text(json.dumps({k: v for k, v in ious.items() if k != "3"}))
+    with pytest.raises(EvaluationError, match="no viewpoint IoU for 1 change pair"):
+        evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=METRICS)
+
+
+def test_clevr_change_keeps_viewpoint_iou_and_idc_eval_uses_the_column(demo_raw, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(demo_raw, raw)
+    splits = json.loads((raw / "splits.json").read_text())
+    ids = [i for ids in splits.values() for i in ids]
+    (raw / "change_captions_by_IOU.json").write_text(json.dumps({str(i): 0.5 + 0.01 * k for k, i in enumerate(ids)}))
+    build_dataset(make_builder("clevr_change", raw), tmp_path / "out", progress=False)
+    refs = load_references(dataset=str(tmp_path / "out"), split="test", iou_column="viewpoint_iou")
+    assert all((v is None) == pid.endswith("_n") for pid, v in refs.ious.items())
+    preds = {pid: caps[0] for pid, caps in refs.captions.items()}
+    m = evaluate(preds, dataset=str(tmp_path / "out"), iou_column="viewpoint_iou", metrics=METRICS).metrics
+    n_change = sum(not p.endswith("_n") for p in preds)
+    assert m["by_category"]["iou_hardest_25"]["n"] == int(n_change * 0.25)
