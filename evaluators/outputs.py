@@ -6,7 +6,7 @@ import csv
 import json
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.metrics.core import ScoreResult
@@ -45,8 +45,14 @@ def build_meta(result: ScoreResult, references_source: str, fingerprint: str, ex
     from idc_toolkit import __version__
     from idc_toolkit.metrics.tokenizer import java_version
 
+    import datetime
+    import platform
+
     return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "toolkit_version": __version__,
+        "datasets_version": _version("datasets"),
+        "python_version": platform.python_version(),
         "git_hash": _git_hash(),
         "pycocoevalcap_version": _version("pycocoevalcap"),
         "java_version": java_version(),
@@ -104,29 +110,61 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
                         *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics)])
 
 
+def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
+    """What :func:`plot_by_category` draws, per metric: the groups' values x100 (``None`` for
+    n/a) and the bootstrap interval half-widths, below and above. A metric with no value in
+    any group (SPICE without its jars) is left out, so it gets no legend entry."""
+    from idc_toolkit.metrics.registry import chart_columns
+
+    names = list(result.groups)
+    series = {}
+    for m in chart_columns(list(result.cache.metrics)):
+        values = [result.groups[n].scores.get(m) for n in names]
+        if all(v is None for v in values):
+            continue
+        low, high = [], []
+        for n, v in zip(names, values):
+            ci = (result.ci.get(n) or {}).get(m)
+            low.append(100 * (v - ci[0]) if ci and v is not None else 0.0)
+            high.append(100 * (ci[1] - v) if ci and v is not None else 0.0)
+        series[m] = {"values": [None if v is None else 100 * v for v in values], "err_low": low, "err_high": high}
+    return series
+
+
 def plot_by_category(path: Path, result: ScoreResult) -> Path:
-    groups = [g for g in result.groups if g != "overall"]
+    """Bars per group and metric; a zero score is drawn as a zero line with its value written,
+    n/a is written as such, bootstrap intervals are error bars."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from idc_toolkit.metrics.registry import chart_columns
-
-    metrics = list(chart_columns(list(result.cache.metrics)))
-    names = ["overall", *groups]
+    names = list(result.groups)
+    series = chart_series(result)
     x = np.arange(len(names))
-    width = 0.8 / max(1, len(metrics))
+    width = 0.8 / max(1, len(series))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(names)), 4))
-    for j, m in enumerate(metrics):
-        vals = [100 * (result.groups[n].scores.get(m) or 0.0) for n in names]
-        ax.bar(x + j * width - 0.4 + width / 2, vals, width, label=m)
+    top = max([v for s in series.values() for v in s["values"] if v is not None] or [1.0])
+    for j, (m, s) in enumerate(series.items()):
+        pos = x + j * width - 0.4 + width / 2
+        heights = [0.0 if v is None else v for v in s["values"]]
+        has_ci = any(s["err_low"]) or any(s["err_high"])
+        bars = ax.bar(pos, heights, width, label=m, yerr=[s["err_low"], s["err_high"]] if has_ci else None,
+                      capsize=2 if has_ci else 0)
+        color = bars.patches[0].get_facecolor() if bars.patches else None
+        for p_, v in zip(pos, s["values"]):
+            if v is None:
+                ax.text(p_, 0.01 * top, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+            elif v == 0:
+                ax.plot([p_ - width / 2, p_ + width / 2], [0, 0], color=color, linewidth=2.5)
+                ax.text(p_, 0.01 * top, "0", ha="center", va="bottom", fontsize=6)
     ax.set_xticks(x)
     ax.set_xticklabels([f"{n}\n(n={result.groups[n].n})" for n in names], fontsize=8)
     ax.set_ylabel("score x100")
-    ax.set_title("Scores per category (each group scored on its own, as the papers do)")
-    ax.legend(fontsize=8)
+    ax.set_title("Scores per group (each scored on its own)", fontsize=10)
+    if series:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -155,8 +193,12 @@ def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> N
 
 
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
-                  categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+                  categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str],
+                  layouts: Sequence[str] = (), group_names: Optional[str] = None) -> dict[str, Any]:
+    from .layouts import LAYOUTS, write_layouts
+
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_layouts(out_dir, result, list(LAYOUTS) if "all" in layouts else list(layouts), group_names)
     data = metrics_dict(result, meta, warnings)
     (out_dir / "metrics.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}

@@ -7,7 +7,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 
@@ -69,24 +69,35 @@ def evaluate_predictions(predictions: Predictions, **options: Any) -> dict[str, 
 
 
 def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: str = "test",
-                         references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
-                         groups: Optional[str] = None, group_by: Optional[str] = None, iou_file: Optional[str] = None,
-                         iou_column: Optional[str] = None,
-                         out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
-                         allow_missing: bool = False, drop_empty_references: bool = False, breakdown: bool = True,
-                         bootstrap: int = 0, seed: int = 0, spice_jars: Optional[str] = None,
-                         overwrite: bool = False, protocol: str = "rcc", drop_last_batch: int = 0) -> Evaluation:
-    """Score ``predictions`` against a dataset split or a coco reference file. With ``out``,
-    a folder holding the results of another run (other predictions, references or options)
-    is refused unless ``overwrite``, as every other job's output is."""
+             references: Optional[str] = None, categories: Optional[str] = None, id_column: str = "pair_id",
+             groups: Optional[str] = None, group_by: Optional[str] = None, iou_file: Optional[str] = None,
+             iou_column: Optional[str] = None, out: Optional[str | Path] = None,
+             metrics: Optional[Sequence[str]] = None, allow_missing: bool = False,
+             drop_empty_references: bool = False, breakdown: bool = True, bootstrap: int = 0, seed: int = 0,
+             spice_jars: Optional[str] = None, overwrite: bool = False, protocol: str = "rcc",
+             drop_last_batch: int = 0, layouts: Sequence[str] = (), group_names: Optional[str] = None,
+             progress: Optional[Callable[[str], None]] = None) -> Evaluation:
+    """Score ``predictions`` against a dataset split or a coco reference file.
+
+    ``metrics.json`` records every resolved argument, the protocol, seed, date and versions (as
+    lmms-eval does). With ``out``, a folder holding the results of another run (other
+    predictions, references or options) is refused unless ``overwrite``, as every other job's
+    output is. ``progress`` receives a line per stage (tokenizing, METEOR, bootstrap)."""
     from idc_toolkit import __version__
     from idc_toolkit.metrics.core import score_groups
+    from idc_toolkit.metrics.registry import resolve_families
     from idc_toolkit.runs.fingerprint import digest, path_content
 
     from .outputs import build_meta, check_previous_run, metrics_dict, write_outputs
-
     from .protocols import get_protocol
 
+    arguments = {"predictions": _source(predictions), "dataset": dataset, "split": split, "references": references,
+                 "categories": categories, "id_column": id_column, "groups": groups, "group_by": group_by,
+                 "iou_file": iou_file, "iou_column": iou_column, "out": None if out is None else str(out),
+                 "metrics": list(resolve_families(metrics)), "allow_missing": allow_missing,
+                 "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
+                 "seed": seed, "spice_jars": spice_jars, "overwrite": overwrite, "protocol": protocol,
+                 "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names}
     proto = get_protocol(protocol, drop_last_batch)
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))
@@ -100,25 +111,30 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, seed)
     prep.warnings += proto.notes
     run = {"protocol": proto.name, "drop_last_batch": drop_last_batch, "groups": path_content(groups),
-           "group_by": group_by, "iou": path_content(iou_file) or iou_column,"predictions": digest(prep.hypotheses), "references": refs.fingerprint, "metrics": list(metrics or []),
-           "allow_missing": allow_missing, "drop_empty_references": drop_empty_references, "breakdown": breakdown,
-           "bootstrap": bootstrap, "seed": seed, "spice": bool(spice_jars), "toolkit_version": __version__}
+           "group_by": group_by, "iou": path_content(iou_file) or iou_column, "predictions": digest(prep.hypotheses),
+           "references": refs.fingerprint, "metrics": list(metrics or []), "allow_missing": allow_missing,
+           "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
+           "seed": seed, "spice": bool(spice_jars), "layouts": sorted(layouts), "group_names": path_content(group_names),
+           "toolkit_version": __version__}
     if out is not None:
         check_previous_run(Path(out), run, overwrite)
     for w in prep.warnings:
         log.warning("warning: %s", w)
-    result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed)
+    result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed,
+                          progress=progress)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
     meta = build_meta(result, refs.source, refs.fingerprint,
                       {"predictions": _source(predictions), "n_missing": prep.n_missing, "bootstrap": bootstrap,
+                       "seed": seed, "arguments": arguments,
                        "protocol": {"name": proto.name, "description": proto.description,
                                     "comparable_with_rcc": proto.comparable_with_rcc},
                        "run": run, "run_fingerprint": digest(run)})
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
-    return Evaluation(write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta,
-                                    prep.warnings), result)
+    data = write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta, prep.warnings,
+                         layouts, group_names)
+    return Evaluation(data, result)
 
 
 def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = None, split: str = "test",

@@ -100,3 +100,38 @@ def test_clevr_change_keeps_viewpoint_iou_and_idc_eval_uses_the_column(demo_raw,
     m = evaluate(preds, dataset=str(tmp_path / "out"), iou_column="viewpoint_iou", metrics=METRICS).metrics
     n_change = sum(not p.endswith("_n") for p in preds)
     assert m["by_category"]["iou_hardest_25"]["n"] == int(n_change * 0.25)
+
+
+def test_layouts_metadata_progress_and_chart_series(demo_dataset, scored, tmp_path, capsys):
+    import csv
+
+    from idc_toolkit.cli.eval import main as eval_main
+    from idc_toolkit.evaluators.outputs import chart_series
+
+    refs, preds = scored
+    pred_file = tmp_path / "p.json"
+    pred_file.write_text(json.dumps(preds))
+    out = tmp_path / "out"
+    assert eval_main(["--predictions", str(pred_file), "--dataset", str(demo_dataset), "--out", str(out),
+                      "--metrics", "BLEU", "METEOR", "CIDEr", "--layout", "all", "--bootstrap", "20"]) == 0
+    err = capsys.readouterr().err
+    assert "[idc-eval] tokenizing" in err and "[idc-eval] bootstrap: 20 resamples" in err
+    m = json.loads((out / "metrics.json").read_text())
+    meta = m["meta"]
+    assert meta["arguments"]["protocol"] == "rcc" and meta["arguments"]["metrics"] == ["BLEU", "METEOR", "CIDEr"]
+    assert meta["date"] and meta["datasets_version"] and meta["java_version"] and meta["seed"] == 0
+    total = (out / "layout_total_semantic.md").read_text()
+    assert "Total B4" in total and "Semantic change C" in total
+    assert f"{100 * m['change_only']['CIDEr']:.1f}" in total and f"{100 * m['overall']['Bleu_4']:.1f}" in total
+    by_type = (out / "layout_by_type.md").read_text()
+    assert "| metric | Color | Texture | Add | Drop | Move |" in by_type
+    assert f"{100 * m['by_category']['material']['METEOR']:.1f}" in by_type.splitlines()[3]  # the M row
+    assert r"\begin{tabular}" in (out / "layout_by_type.tex").read_text()
+    rows = list(csv.DictReader((out / "by_category.csv").open()))
+    assert [r["group"] for r in rows][:2] == ["overall", "color"] and rows[0]["name"] == "Total"
+    from idc_toolkit.evaluators.scoring import evaluate
+
+    ev = evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU", "CIDEr", "SPICE"], bootstrap=20)
+    series = chart_series(ev.result)
+    assert "SPICE" not in series  # no values: no legend entry
+    assert set(series) == {"Bleu_4", "CIDEr"} and any(v > 0 for v in series["CIDEr"]["err_high"])

@@ -86,6 +86,11 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="rcc", choices=list(PROTOCOLS),
                    help="rcc: RobustChangeCaptioning evaluate.py (RCC ids and type_mapping.json accepted); blip2idc: "
                         "BLIP2IDC eval_utils.py (no-change predictions replaced by a reference; not comparable)")
+    from ..evaluators.layouts import LAYOUTS
+
+    p.add_argument("--layout", nargs="+", choices=[*LAYOUTS, "all"],
+                   help="also write the papers' table shapes (markdown + LaTeX); by_category.csv is always written")
+    p.add_argument("--group-names", help="JSON {group: name shown} for the layouts (default: the papers' names)")
     p.add_argument("--drop-last-batch", type=int, default=0, metavar="N",
                    help="with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do")
     _add_reference_args(p)
@@ -117,8 +122,13 @@ def run_score(args) -> dict:
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 
+    def progress(line: str) -> None:
+        if not args.no_progress:
+            print(f"[idc-eval] {line}", file=sys.stderr, flush=True)
+
     ev = evaluate(args.predictions, out=args.out, breakdown=not args.no_breakdown, bootstrap=args.bootstrap,
-                  overwrite=args.overwrite, **_protocol_options(args),
+                  overwrite=args.overwrite, layouts=args.layout or (), group_names=args.group_names, progress=progress,
+                  **_protocol_options(args),
                   **_reference_options(args))
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -115,6 +115,7 @@ def score_groups(
     spice_jars: Optional[str] = None,
     bootstrap: int = 0,
     seed: int = 0,
+    progress: Optional[Callable[[str], None]] = None,
 ) -> ScoreResult:
     """Score every group of pairs as its own coco-caption evaluation, in one pass.
 
@@ -124,6 +125,10 @@ def score_groups(
     the ``overall`` evaluation and, with ``bootstrap`` > 0, 95% percentile intervals.
     """
     families = resolve_families(metrics)
+    say = progress or (lambda line: None)
+    n_refs = sum(len(r) for r in references.values())
+    say(f"tokenizing {len(references) + n_refs:,} captions; {', '.join(families)} on {len(references):,} pairs"
+        + (" (METEOR aligns every pair once in its JVM)" if "METEOR" in families else ""))
     cache = build_cache(hypotheses, references, families, spice_jars)
     try:
         position = {pid: k for k, pid in enumerate(cache.ids)}
@@ -141,6 +146,7 @@ def score_groups(
         for gname in group_indices:
             if gname not in scored:
                 scores[gname] = {k: None for k in dict.fromkeys(names)}
+        say(f"scored {len(group_indices)} group(s)")
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
         spice = cache.metrics.get("SPICE")
         spice_status = spice.status if spice is not None else "not requested"
@@ -148,6 +154,7 @@ def score_groups(
         if bootstrap > 0:
             from .bootstrap import bootstrap_intervals
 
+            say(f"bootstrap: {bootstrap:,} resamples x {len(group_indices)} group(s)")
             result.ci = bootstrap_intervals(result, bootstrap, seed)
         return result
     finally:
