@@ -11,6 +11,14 @@
   (seeded here), and ``--drop-last-batch N`` reproduces its test loaders' ``drop_last=True``.
   This inflates no-change and total scores, so the output says it is not comparable with
   ``rcc`` numbers.
+* ``rsicc`` — RSICC's ``eval.py`` (LEVIR-CC papers): no PTB tokenizer; every caption becomes
+  its lower-cased words mapped one-to-one to vocabulary ids, and BLEU / METEOR / ROUGE-L /
+  CIDEr score those id strings (BLEU, ROUGE-L and CIDEr are unchanged by the mapping; METEOR is
+  not: no stems, synonyms, paraphrases or function words — 0.1303 against 0.1091 on the DDLA
+  Spot-the-Diff set). Groups ``change`` / ``no_change`` are decided by each pair's *second*
+  reference being one of RSICC's 5 no-change sentences, and the change / no-change
+  classification accuracy of the predictions is reported. RSICC's CIDEr patch for a group of
+  a single pair (``ref_len = 1``) is not reproduced; a note says so when such a group occurs.
 
 A protocol is one small class with a name, a description and hooks; the registry is the dict
 :data:`PROTOCOLS`.
@@ -92,6 +100,13 @@ class Protocol:
     def kept_ids(self, ids: list[str]) -> list[str]:
         return ids
 
+    #: caption tokenizer for the metrics (``None``: coco-caption's PTB tokenizer)
+    tokenize = None
+
+    def summary(self, hypotheses: dict[str, str], categories: dict[str, Optional[str]]) -> dict[str, Any]:
+        """Protocol-specific results for ``metrics.json`` (none for rcc)."""
+        return {}
+
 
 @dataclass
 class Blip2IdcProtocol(Protocol):
@@ -126,8 +141,60 @@ class Blip2IdcProtocol(Protocol):
         return kept
 
 
+#: RSICC ``eval.py``: a pair is "no change" when its 2nd reference is one of these
+RSICC_NO_CHANGE = ("the scene is the same as before", "there is no difference", "the two scenes seem identical",
+                   "no change has occurred", "almost nothing has changed")
+
+
+def words(text: str) -> list[str]:
+    """RSICC's captions are lower-cased word lists (no PTB tokenizer): letters and digits."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def vocabulary_ids(texts: list[str]) -> list[str]:
+    """Each caption as the string of its words' vocabulary ids (ids given in order of first
+    appearance: any one-to-one mapping scores the same)."""
+    vocab: dict[str, int] = {}
+    return [" ".join(str(vocab.setdefault(w, len(vocab) + 1)) for w in words(t)) for t in texts]
+
+
+@dataclass
+class RsiccProtocol(Protocol):
+    name: str = "rsicc"
+    description: str = ("RSICC eval.py: captions as vocabulary-id strings (no PTB tokenizer); change / no_change "
+                        "groups from each pair's 2nd reference; change / no-change classification accuracy")
+    comparable_with_rcc: bool = False
+
+    @staticmethod
+    def tokenize(texts: list[str]) -> list[str]:
+        return vocabulary_ids(texts)
+
+    def references(self, refs: Any) -> Any:
+        refs = super().references(refs)
+        refs.categories = {pid: ("no_change" if " ".join(words(caps[1] if len(caps) > 1 else caps[0])) in RSICC_NO_CHANGE
+                                 else "change") if caps else None for pid, caps in refs.captions.items()}
+        refs.memberships, refs.category_order = {}, ["change", "no_change"]
+        for name in ("change", "no_change"):
+            if sum(c == name for c in refs.categories.values()) == 1:
+                self.notes.append(f"group {name!r} has a single pair: RSICC's CIDEr patch (ref_len = 1) is not "
+                                  "reproduced, its CIDEr is coco-caption's")
+        return refs
+
+    def summary(self, hypotheses, categories):
+        """Change / no-change classification accuracy: a prediction says "no change" when its
+        words are one of RSICC's 5 no-change sentences."""
+        said = {pid: " ".join(words(h)) in RSICC_NO_CHANGE for pid, h in hypotheses.items()}
+        out = {}
+        for name, ids in (("change", [p for p in hypotheses if categories.get(p) == "change"]),
+                          ("no_change", [p for p in hypotheses if categories.get(p) == "no_change"]),
+                          ("overall", list(hypotheses))):
+            right = [said[p] == (categories.get(p) == "no_change") for p in ids]
+            out[name] = sum(right) / len(right) if right else None
+        return {"classification_accuracy": out}
+
+
 #: ``--protocol`` name -> class
-PROTOCOLS: dict[str, type[Protocol]] = {"rcc": Protocol, "blip2idc": Blip2IdcProtocol}
+PROTOCOLS: dict[str, type[Protocol]] = {"rcc": Protocol, "blip2idc": Blip2IdcProtocol, "rsicc": RsiccProtocol}
 
 
 def get_protocol(name: str, drop_last_batch: int = 0) -> Protocol:

@@ -121,7 +121,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     for w in prep.warnings:
         log.warning("warning: %s", w)
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed,
-                          progress=progress)
+                          progress=progress, tokenize=proto.tokenize)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
     meta = build_meta(result, refs.source, refs.fingerprint,
@@ -130,6 +130,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                        "protocol": {"name": proto.name, "description": proto.description,
                                     "comparable_with_rcc": proto.comparable_with_rcc},
                        "run": run, "run_fingerprint": digest(run)})
+    meta["protocol"].update(proto.summary(prep.hypotheses, prep.categories))
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
     data = write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta, prep.warnings,

@@ -155,3 +155,25 @@ def test_blip2idc_protocol_replaces_no_change_predictions_and_drops_the_last_bat
     assert dropped["overall"]["n"] == 3
     with pytest.raises(EvaluationError, match="needs --protocol blip2idc"):
         evaluate(preds, references=str(ref_file), metrics=["BLEU"], drop_last_batch=3)
+
+
+def test_rsicc_protocol_scores_vocabulary_ids(shared, tmp_path):
+    """RSICC's eval.py: METEOR on vocabulary ids is 0.1303 on the DDLA Spot-the-Diff set, where
+    coco-caption on words gives 0.1091 (test_ddla_through_the_cli_with_coco_files)."""
+    folder = shared / "paper_predictions/spot-the-diff"
+    m = evaluate(str(folder / "ddla_rerun_predfile.json"), references=str(folder / "ddla_rerun_gtfile.json"),
+                 metrics=["METEOR"], protocol="rsicc").metrics
+    assert round(m["overall"]["METEOR"], 4) == 0.1303
+    assert m["meta"]["protocol"]["comparable_with_rcc"] is False
+
+
+def test_rsicc_groups_from_the_second_reference_and_classification_accuracy(tmp_path):
+    refs = {"a": ["the road was widened", "a road appears"],
+            "b": ["nothing", "the scene is the same as before", "x"],
+            "c": ["there is no difference", "a house was built"],  # 2nd reference decides: change
+            "d": ["no change", "There is no difference."]}
+    preds = {"a": "a new road appears", "b": "there is no difference", "c": "no change has occurred", "d": "a house was built"}
+    m = evaluate(preds, references=str(_coco(tmp_path, refs)), metrics=["BLEU"], protocol="rsicc").metrics
+    assert m["by_category"]["change"]["n"] == 2 and m["by_category"]["no_change"]["n"] == 2
+    acc = m["meta"]["protocol"]["classification_accuracy"]
+    assert acc == {"change": 0.5, "no_change": 0.5, "overall": 0.5}  # a right, c wrong; b right, d wrong

@@ -65,9 +65,11 @@ def build_cache(
     references: Mapping[str, Sequence[str]],
     families: Sequence[str],
     spice_jars: Optional[str] = None,
+    tokenize: Optional[Callable[[list[str]], list[str]]] = None,
 ) -> PairCache:
-    """Tokenize once and compute every metric's per-pair results (background metrics, i.e.
-    METEOR's JVM, run in a thread beside the others). The caller closes the cache."""
+    """Tokenize once (coco-caption's PTB tokenizer unless ``tokenize`` is given: a protocol's
+    own) and compute every metric's per-pair results (background metrics, i.e. METEOR's JVM,
+    run in a thread beside the others). The caller closes the cache."""
     ids = list(references)
     metrics = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
     cache = PairCache(ids=ids, hypotheses=[], references=[], metrics=metrics)
@@ -76,7 +78,7 @@ def build_cache(
             m.start()
         flat_refs = [sanitize_caption(r) for i in ids for r in references[i]]
         hyps_raw = [sanitize_caption(hypotheses[i]) for i in ids]
-        tokens = ptb_tokenize(flat_refs + hyps_raw)
+        tokens = (tokenize or ptb_tokenize)(flat_refs + hyps_raw)
         cache.hypotheses = tokens[len(flat_refs):]
         pos = 0
         for i in ids:
@@ -116,6 +118,7 @@ def score_groups(
     bootstrap: int = 0,
     seed: int = 0,
     progress: Optional[Callable[[str], None]] = None,
+    tokenize: Optional[Callable[[list[str]], list[str]]] = None,
 ) -> ScoreResult:
     """Score every group of pairs as its own coco-caption evaluation, in one pass.
 
@@ -129,7 +132,7 @@ def score_groups(
     n_refs = sum(len(r) for r in references.values())
     say(f"tokenizing {len(references) + n_refs:,} captions; {', '.join(families)} on {len(references):,} pairs"
         + (" (METEOR aligns every pair once in its JVM)" if "METEOR" in families else ""))
-    cache = build_cache(hypotheses, references, families, spice_jars)
+    cache = build_cache(hypotheses, references, families, spice_jars, tokenize)
     try:
         position = {pid: k for k, pid in enumerate(cache.ids)}
         group_indices = {"overall": list(range(len(cache.ids)))}
