@@ -6,7 +6,12 @@ prints, in one run:
   (b) the naive per-group loop of the RobustChangeCaptioning family: a fresh pycocoevalcap
       evaluation for overall, each category and change_only;
   (c) idc-toolkit's score_groups with the same full breakdown;
+  (d) ``evaluate`` end to end, as ``idc-eval --predictions`` runs it (files in, metrics.json,
+      tables, per-pair CSV and chart out), with the viewpoint-IoU groups too, a cold METEOR
+      statistics cache;
+  (e) the same again with the cache warm (a second protocol, ``compare`` or a rerun);
   and the largest absolute difference between (b) and (c) over every group and metric.
+  METEOR's JVMs: ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
     python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups]
 """
@@ -65,6 +70,37 @@ def main() -> None:
     ours = score_groups(hyps, refs, groups, metrics=metrics)
     time_c = time.perf_counter() - t
     print(f"(c) idc-toolkit, full breakdown in one pass:    {time_c:7.1f} s   ({time_c / time_a:.2f} x (a))")
+
+    import json
+    import os
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from idc_toolkit.evaluators.scoring import evaluate
+    from idc_toolkit.metrics.meteor import meteor_workers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        os.environ["IDC_METEOR_CACHE"] = str(tmp_path / "meteor.sqlite")
+        ids = list(refs)
+        (tmp_path / "refs.json").write_text(json.dumps({"annotations": [{"image_id": i, "caption": c} for i in ids for c in refs[i]]}))
+        (tmp_path / "preds.json").write_text(json.dumps(hyps))
+        (tmp_path / "cats.json").write_text(json.dumps(cats))
+        rng = random.Random(0)
+        (tmp_path / "iou.json").write_text(json.dumps({i: rng.random() for i in ids}))
+        options = dict(references=str(tmp_path / "refs.json"), categories=str(tmp_path / "cats.json"),
+                       iou_file=str(tmp_path / "iou.json"), metrics=metrics, layouts=["all"])
+        times = []
+        for run in ("cold", "warm"):
+            t = time.perf_counter()
+            with contextlib.redirect_stderr(io.StringIO()):
+                ev = evaluate(str(tmp_path / "preds.json"), out=tmp_path / f"out_{run}", **options)
+            times.append(time.perf_counter() - t)
+        n_groups = len(ev.result.groups)
+    print(f"(d) idc-eval end to end, {n_groups} groups, METEOR cache cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a); "
+          f"{meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores)")
+    print(f"(e) the same, METEOR statistics cache warm:     {times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
 
     worst = 0.0
     for g, naive in naive_groups.items():

@@ -44,7 +44,8 @@ def apply_group_file(refs: Any, path: str | Path) -> Any:
 
 
 def read_iou_file(path: str | Path) -> dict[str, float]:
-    """RCC's ``change_captions_by_IOU.json``: ``{"<numeric id>": iou}`` -> ``{"000123": iou}``."""
+    """RCC's ``change_captions_by_IOU.json``: ``{"<numeric id>": iou}`` -> ``{"000123": iou}``
+    (other ids are kept as they are)."""
     try:
         data = json.loads(read_text(path, EvaluationError, "IoU file"))
     except json.JSONDecodeError as exc:
@@ -53,10 +54,11 @@ def read_iou_file(path: str | Path) -> dict[str, float]:
         raise EvaluationError(f"{path}: expected {{id: iou}}")
     out = {}
     for key, value in data.items():
+        stem = str(key).split(".")[0]
         try:
-            out[f"{int(str(key).split('.')[0]):06d}"] = float(value)
+            out[f"{int(stem):06d}" if stem.isdigit() else str(key)] = float(value)
         except (TypeError, ValueError):
-            raise EvaluationError(f"{path}: entry {key!r}: {value!r} is not an id with a number") from None
+            raise EvaluationError(f"{path}: entry {key!r}: {value!r} is not a number") from None
     return out
 
 

@@ -12,6 +12,8 @@ from PIL import Image
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# METEOR's statistics cache: one per test session, so no test depends on an earlier session's
+os.environ.setdefault("IDC_METEOR_CACHE", os.path.join(__import__("tempfile").mkdtemp(prefix="idc-meteor-"), "stats.sqlite"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

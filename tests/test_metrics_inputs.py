@@ -1,5 +1,6 @@
 """Input hygiene and failure modes of the scorer (point 4 and 5 of the scorer issue)."""
 
+import numpy as np
 import pytest
 
 import idc_toolkit.metrics.meteor as meteor_mod
@@ -127,3 +128,24 @@ def test_spice_failure_is_reported_not_raised(tmp_path, monkeypatch):
     assert r.groups["overall"].scores["SPICE"] is None and r.spice_status.startswith("SPICE failed")
     assert r.groups["overall"].scores["ROUGE_L"] > 0
     assert (tmp_path / "cache" / "idc_toolkit" / "spice").is_dir()
+
+
+def test_parallel_meteor_workers_and_the_statistics_cache_change_nothing(monkeypatch, tmp_path):
+    """Two JVMs align halves of the segments: the same statistics as one. A second scoring of
+    the same captions aligns nothing (the cache), with the same scores."""
+    hyps = {str(k): f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)}
+    refs = {k: [f"a cube moved {int(k) % 2} times", "the cube moved"] for k in hyps}
+    monkeypatch.setenv("IDC_METEOR_CACHE", "0")
+    one = score_groups(hyps, refs, metrics=["METEOR"])
+    monkeypatch.setenv("IDC_METEOR_WORKERS", "2")
+    two = score_groups(hyps, refs, metrics=["METEOR"])
+    assert np.array_equal(one.per_pair["METEOR"], two.per_pair["METEOR"]) and one.groups["overall"].scores == two.groups["overall"].scores
+    monkeypatch.setenv("IDC_METEOR_WORKERS", "1")
+    monkeypatch.setenv("IDC_METEOR_CACHE", str(tmp_path / "stats.sqlite"))
+    aligned = []
+    real = meteor_mod.parallel_statistics
+    monkeypatch.setattr(meteor_mod, "parallel_statistics", lambda p, h, r: aligned.append(len(h)) or real(p, h, r))
+    first = score_groups(hyps, refs, metrics=["METEOR"])
+    second = score_groups(hyps, refs, metrics=["METEOR"])
+    assert aligned == [len(hyps)]  # the second run aligned nothing
+    assert first.groups["overall"].scores == second.groups["overall"].scores == one.groups["overall"].scores
