@@ -28,6 +28,7 @@ _API = {
     "generate_predictions": "idc_toolkit.api:generate_predictions",
     "evaluate_predictions": "idc_toolkit.api:evaluate_predictions",
     "compare_systems": "idc_toolkit.api:compare_systems",
+    "train": "idc_toolkit.training.train:train",
 }
 __all__ = ["__version__", *_API]
 

@@ -1,11 +1,20 @@
-"""Soft patch masks and the focus-alignment (FAC) loss of DAVIR, for users who train.
+"""Soft patch masks and the focus-alignment (FAC) loss of DAVIR (``idc-train --model davir``).
 
 ``soft_patch_mask`` is DAVIR eq. 6 as we read it: the binary change mask average-pooled to the
 vision encoder's patch grid, then Gaussian-blurred so that patches next to the change get
-some weight. ``fac_kl_loss`` is eq. 7 as we read it: the KL divergence from the soft mask,
-normalised into a distribution over patches, to the model's final-layer CLS-to-patch
-attention (also normalised), averaged over the pairs whose mask is not empty (a pair with no
-change carries no target). Both readings are interpretations: the paper's code is not public.
+some weight.
+
+Eq. 7 has two readings here (``fac_loss(..., reading=...)``):
+
+* ``paper`` (the default of ``idc-train``) — as the paper writes it:
+  ``KL(σ(A_bef) ‖ σ(M̂)) + KL(σ(A_aft) ‖ σ(M̂))`` with σ a softmax over the patches, A the
+  final-layer CLS-to-patch attention of each image and M̂ the soft mask; every pair counts
+  (a pair without a change has a uniform σ(M̂)). Note that σ flattens both arguments: the
+  attention weights already sum to one and M̂ lies in [0, 1], so their softmaxes stay close to
+  uniform and the loss is small.
+* ``normalised`` — our earlier reading (:func:`fac_kl_loss`): the mask and the attention each
+  divided by their sum, ``KL(M̂ ‖ A)`` (the mask as the target distribution), pairs without a
+  change skipped (no target). It gives a stronger gradient towards the change.
 """
 
 from __future__ import annotations
@@ -58,3 +67,29 @@ def fac_kl_loss(attention, soft_mask, eps: float = 1e-8):
     q = a[valid] / a[valid].sum(dim=1, keepdim=True).clamp_min(eps)
     kl = (p * (torch.log(p.clamp_min(eps)) - torch.log(q.clamp_min(eps)))).sum(dim=1)
     return kl.mean()
+
+
+FAC_READINGS = ("paper", "normalised")
+
+
+def fac_paper_kl(attention, soft_mask):
+    """``KL(softmax(A) ‖ softmax(M̂))`` per pair (eq. 7's term as written), ``(B,)``."""
+    import torch
+
+    a = attention.reshape(attention.shape[0], -1).float()
+    m = soft_mask.reshape(soft_mask.shape[0], -1).float().to(a.device)
+    log_p = torch.log_softmax(a, dim=1)
+    log_q = torch.log_softmax(m, dim=1)
+    return (log_p.exp() * (log_p - log_q)).sum(dim=1)
+
+
+def fac_loss(attention_before, attention_after, soft_mask, reading: str = "paper"):
+    """DAVIR's L_attn for a batch: the before and after terms summed, mean over the batch
+    (``paper``) or over the pairs with a change (``normalised``); see the module docstring."""
+    if reading == "paper":
+        return (fac_paper_kl(attention_before, soft_mask) + fac_paper_kl(attention_after, soft_mask)).mean()
+    if reading == "normalised":
+        return fac_kl_loss(attention_before, soft_mask) + fac_kl_loss(attention_after, soft_mask)
+    from ..errors import IDCError
+
+    raise IDCError(f"unknown FAC reading {reading!r}; choose {', '.join(FAC_READINGS)}")

@@ -7,15 +7,16 @@ our reading of it, written down so a user can check it against the paper:
   QKV and the LLM (any peft LoRA adapter loads; see :mod:`.adapters`).
 * Pair input: the before and after images go separately through the shared vision encoder;
   their patch embeddings are concatenated along the sequence, so the Q-Former's queries
-  cross-attend to both images at once. (A :class:`PairVisionEncoder` wraps the encoder; the
-  rest of InstructBLIP runs unchanged.)
+  cross-attend to both images at once (:func:`pair_forward`; the rest of InstructBLIP runs
+  unchanged, and ``idc-train --model davir`` trains through the same function).
 * Prompt (eq. 10): ``"[Prompt] Entity: e1, ..."`` with [Prompt] = ``"Describe the difference
   between the two images."`` and the top ``--num-entities`` entities (1 by default, the paper's
   best) of the dataset's ``entities`` column (``idc-precompute entities``); the same text goes to
   the Q-Former and the LLM, as InstructBLIP does.
 * Decoding: greedy, ``max_new_tokens=77`` (as BLIP2IDC; the paper gives no value).
 * ``--save-attention DIR``: final-layer CLS-to-patch attention of the vision encoder (eager
-  attention; SDPA returns none), head-averaged, drawn over the before and the after image.
+  attention; SDPA returns none), head-averaged, drawn over the before and the after image,
+  with the change mask's outline when the dataset has one (:func:`draw_attention`).
 """
 
 from __future__ import annotations
@@ -34,26 +35,71 @@ def build_prompt(entities: list[str], n: int) -> str:
     return f"{PROMPT} Entity: {', '.join(picked)}." if picked else PROMPT
 
 
-def _pair_encoder_class():
+class PairAttention:
+    """What :func:`pair_forward` captured on its last call: ``last`` = (B, 2, patches), the
+    final-layer CLS-to-patch attention of the before and the after image, head-averaged."""
+
+    last = None
+
+
+def pair_forward(vision_model, capture: bool = False) -> PairAttention:
+    """Let the shared vision encoder take ``pixel_values`` of shape (B, 6, H, W) — before and
+    after on the channel axis — encode each image and concatenate the two token sequences, so
+    the Q-Former's queries cross-attend to both images at once. The encoder's ``forward`` is
+    replaced on the instance, so parameter names (and LoRA adapter keys) stay those of the
+    plain encoder. With ``capture``, attention is computed eagerly (SDPA returns none) and kept
+    for the FAC loss and the attention pictures."""
     import torch
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-    class PairVisionEncoder(torch.nn.Module):
-        """Encodes ``pixel_values`` of shape (B, 6, H, W) = before and after on the channel
-        axis with the one shared encoder and concatenates the two token sequences."""
+    original = vision_model.forward
+    holder = PairAttention()
+    if capture:
+        vision_model.config._attn_implementation = "eager"
 
-        def __init__(self, encoder):
-            super().__init__()
-            self.encoder = encoder
+    def forward(pixel_values=None, **kwargs):
+        if pixel_values is None or pixel_values.shape[1] != 6:
+            return original(pixel_values=pixel_values, **kwargs)
+        kwargs.pop("return_dict", None)
+        kwargs.pop("output_attentions", None)
+        outs = [original(pixel_values=pixel_values[:, k:k + 3], return_dict=True, output_attentions=capture, **kwargs)
+                for k in (0, 3)]
+        if capture:
+            holder.last = torch.stack([o.attentions[-1][:, :, 0, 1:].mean(1) for o in outs], dim=1)
+        hidden = torch.cat([o.last_hidden_state for o in outs], dim=1)
+        return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden[:, 0])
 
-        def forward(self, pixel_values, **kwargs):
-            kwargs.pop("return_dict", None)
-            before = self.encoder(pixel_values=pixel_values[:, :3], return_dict=True, **kwargs)
-            after = self.encoder(pixel_values=pixel_values[:, 3:], return_dict=True, **kwargs)
-            hidden = torch.cat([before.last_hidden_state, after.last_hidden_state], dim=1)
-            return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden[:, 0])
+    vision_model.forward = forward
+    return holder
 
-    return PairVisionEncoder
+
+def draw_attention(before, after, maps, mask=None):
+    """DAVIR Fig. 4 style: each image with its attention map in red and, when given, the
+    change mask's outline in green; before | after side by side."""
+    import numpy as np
+    from PIL import Image, ImageFilter
+
+    panels = []
+    for img, m in zip((before, after), maps):
+        rgb = img.convert("RGB")
+        m = np.asarray(m, dtype=np.float32)
+        heat = (m - m.min()) / max(float(m.max() - m.min()), 1e-8)
+        heat_img = Image.fromarray((heat * 255).astype(np.uint8)).resize(rgb.size, Image.BILINEAR)
+        red = Image.merge("RGB", (heat_img, Image.new("L", rgb.size, 0), Image.new("L", rgb.size, 0)))
+        panel = Image.blend(rgb, red, 0.5)
+        if mask is not None:
+            m_img = mask.convert("L").resize(rgb.size, Image.NEAREST)
+            edge = np.asarray(m_img.filter(ImageFilter.FIND_EDGES)) > 0
+            arr = np.asarray(panel).copy()
+            arr[edge] = (0, 255, 0)
+            panel = Image.fromarray(arr)
+        panels.append(panel)
+    canvas = Image.new("RGB", (sum(p.width for p in panels), max(p.height for p in panels)))
+    x = 0
+    for p in panels:
+        canvas.paste(p, (x, 0))
+        x += p.width
+    return canvas
 
 
 class DavirRunner(Runner):
@@ -92,7 +138,7 @@ class DavirRunner(Runner):
         if adapter:
             model = apply_adapter(model, adapter, base_model)  # LoRA names refer to the plain encoder
         self.encoder = model.vision_model
-        model.vision_model = _pair_encoder_class()(self.encoder)
+        pair_forward(self.encoder)
         self.model = model.to(device).eval()
         self.num_entities, self.max_new_tokens = num_entities, max_new_tokens
         self.attention_dir = Path(save_attention) if save_attention else None
@@ -137,21 +183,7 @@ class DavirRunner(Runner):
         return torch.stack(maps, dim=1).float().cpu()
 
     def save_attention(self, rows, pixel_values) -> None:
-        import numpy as np
-        from PIL import Image
-
         maps = self.attention_maps(pixel_values).numpy()
         for row, pair_maps in zip(rows, maps):
-            panels = []
-            for img, m in zip((row["before"], row["after"]), pair_maps):
-                rgb = img.convert("RGB")
-                heat = (m - m.min()) / max(float(m.max() - m.min()), 1e-8)
-                heat_img = Image.fromarray((heat * 255).astype(np.uint8)).resize(rgb.size, Image.BILINEAR)
-                red = Image.merge("RGB", (heat_img, Image.new("L", rgb.size, 0), Image.new("L", rgb.size, 0)))
-                panels.append(Image.blend(rgb, red, 0.5))
-            canvas = Image.new("RGB", (sum(p.width for p in panels), max(p.height for p in panels)))
-            x = 0
-            for p in panels:
-                canvas.paste(p, (x, 0))
-                x += p.width
-            canvas.save(self.attention_dir / f"{row['pair_id']}.png")
+            draw_attention(row["before"], row["after"], pair_maps, row.get("change_mask")).save(
+                self.attention_dir / f"{row['pair_id']}.png")

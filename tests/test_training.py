@@ -1,0 +1,153 @@
+"""idc-train on tiny random models (CPU, seconds): both recipes learn, eq. 7 as the paper writes
+it and as we normalise it against hand-computed values, resume equals an uninterrupted run,
+the adapter round-trips through idc-eval, bad inputs fail before any model is loaded."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from idc_toolkit.cli.eval import main as eval_main
+from idc_toolkit.cli.train import main as train_main
+from idc_toolkit.masks.fac import fac_loss
+from idc_toolkit.training import train
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.java
+
+TINY_CLIP = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory):
+    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
+
+    root = tmp_path_factory.mktemp("bases")
+    return {"blip2idc": save_tiny_blip2(root / "blip2"), "davir": save_tiny_instructblip(root / "iblip")}
+
+
+@pytest.fixture(scope="module")
+def davir_dataset(demo_dataset, tmp_path_factory):
+    from idc_toolkit.entities.column import add_change_entities
+    from idc_toolkit.masks.column import add_change_masks
+
+    root = tmp_path_factory.mktemp("davir_ds")
+    add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
+    (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
+    return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
+                               device="cpu", progress=False).out_dir
+
+
+def test_eq7_against_hand_computed_values_for_both_readings():
+    a_b = torch.tensor([[[0.1, 0.1, 0.1, 0.1], [0.1, 0.2, 0.1, 0.0], [0.0, 0.03, 0.05, 0.02], [0.0, 0.0, 0.05, 0.05]]])
+    a_a = torch.full((1, 4, 4), 1 / 16)
+    m = torch.zeros(1, 4, 4)
+    m[0, 1:3, 1:3] = 1.0
+
+    def softmax(x):
+        e = np.exp(x - x.max())
+        return e / e.sum()
+
+    def kl(p, q):
+        return float(sum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0))
+
+    ab, aa, mm = a_b.flatten().numpy(), a_a.flatten().numpy(), m.flatten().numpy()
+    paper = kl(softmax(ab), softmax(mm)) + kl(softmax(aa), softmax(mm))
+    assert float(fac_loss(a_b, a_a, m, "paper")) == pytest.approx(paper, rel=1e-5)
+    target = mm / mm.sum()
+    normalised = kl(target, ab / ab.sum()) + kl(target, aa / aa.sum())
+    assert float(fac_loss(a_b, a_a, m, "normalised")) == pytest.approx(normalised, rel=1e-5)
+    # a pair without a change: the paper's reading still counts it (uniform target), ours skips it
+    empty = torch.zeros(1, 4, 4)
+    assert float(fac_loss(a_b, a_a, empty, "paper")) > 0 and float(fac_loss(a_b, a_a, empty, "normalised")) == 0.0
+
+
+@pytest.mark.parametrize("model", ["blip2idc", "davir"])
+def test_loss_decreases_on_the_demo_dataset(model, bases, demo_dataset, davir_dataset, tmp_path):
+    data = demo_dataset if model == "blip2idc" else davir_dataset
+    r = train(model, str(data), tmp_path / "run", base_model=str(bases[model]), max_steps=30, batch_size=4, lr=1e-2,
+              val_split=None, device="cpu", progress=False, report_to="none")
+    assert len(r.losses) == 30 and np.mean(r.losses[-5:]) < np.mean(r.losses[:5]) - 0.05, r.losses
+    cfg = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert cfg["complete"] and cfg["fingerprint"]["model"] == model and cfg["versions"]["peft"]
+    assert (r.adapter / "adapter_model.safetensors").is_file()
+
+
+def _adapter_tensors(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "adapter_model.safetensors"))
+
+
+def test_resume_after_interruption_equals_an_uninterrupted_run(bases, demo_dataset, tmp_path):
+    from transformers import TrainerCallback
+
+    class Crash(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 5:
+                raise KeyboardInterrupt("killed")
+
+    options = dict(base_model=str(bases["blip2idc"]), max_steps=8, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
+                   device="cpu", progress=False, report_to="none", seed=3)
+    whole = train("blip2idc", str(demo_dataset), tmp_path / "whole", **options)
+    with pytest.raises(KeyboardInterrupt):
+        train("blip2idc", str(demo_dataset), tmp_path / "cut", callbacks=(Crash(),), **options)
+    assert (tmp_path / "cut" / "checkpoints" / "checkpoint-4").is_dir() and not (tmp_path / "cut" / "adapter").exists()
+    resumed = train("blip2idc", str(demo_dataset), tmp_path / "cut", **options)
+    a, b = _adapter_tensors(whole.adapter), _adapter_tensors(resumed.adapter)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert train("blip2idc", str(demo_dataset), tmp_path / "cut", **options).already_done
+
+
+def test_train_then_idc_eval_round_trip_and_other_settings_refused(bases, demo_dataset, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--out", str(out), "--base-model", str(bases["blip2idc"]),
+            "--epochs", "2", "--batch-size", "8", "--lr", "2e-2", "--device", "cpu", "--no-progress", "--report-to", "none"]
+    assert train_main(args) == 0
+    epochs = json.loads((out / "epochs.json").read_text())
+    assert len(epochs) == 2 and "CIDEr" in epochs[0] and "CIDEr/color" in epochs[0] and (out / "epochs.md").is_file()
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    for name, extra in (("base", []), ("tuned", ["--adapter", str(out / "adapter")])):
+        assert eval_main(["--model", "blip2idc", "--base-model", str(bases["blip2idc"]), *extra, "--dataset", str(demo_dataset),
+                          "--out", str(tmp_path / name), "--device", "cpu", "--metrics", "BLEU", "--no-progress"]) == 0
+    read = [[json.loads(line)["caption"] for line in (tmp_path / n / "predictions.jsonl").read_text().splitlines()] for n in ("base", "tuned")]
+    assert read[0] != read[1]
+    capsys.readouterr()
+    assert train_main([*args[:-7], "--lr", "1e-3", "--device", "cpu", "--no-progress", "--report-to", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "holds a training run with other settings" in err and "lr: 0.02 -> 0.001" in err and "--overwrite" in err
+
+
+def test_bad_inputs_fail_before_any_model_is_loaded(bases, demo_dataset, tmp_path, capsys, monkeypatch):
+    import transformers
+
+    def no_loading(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(transformers.InstructBlipForConditionalGeneration, "from_pretrained", no_loading)
+    monkeypatch.setattr(transformers.Blip2ForConditionalGeneration, "from_pretrained", no_loading)
+    base = ["--dataset", str(demo_dataset), "--out", str(tmp_path / "o"), "--device", "cpu", "--no-progress"]
+    cases = [
+        (["--model", "davir", "--base-model", str(bases["davir"])], "no 'entities' column, which davir trains on: run idc-precompute entities first"),
+        (["--model", "davir", "--base-model", str(bases["blip2idc"]), "--dataset", str(demo_dataset)], "no 'entities' column"),
+        (["--model", "blip2idc", "--base-model", str(bases["davir"])], "is a instructblip model; blip2idc trains a blip-2 model"),
+        (["--model", "blip2idc", "--base-model", str(bases["blip2idc"]), "--lora-rank", "0"], "--lora-rank 0: a LoRA rank must be at least 1"),
+        (["--model", "blip2idc", "--base-model", str(bases["blip2idc"]), "--split", "nope"], "cannot load split 'nope'"),
+    ]
+    for extra, message in cases:
+        assert train_main([*base, *extra]) == 1
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+
+
+def test_davir_attention_pictures_during_training(bases, davir_dataset, tmp_path):
+    from PIL import Image
+
+    r = train("davir", str(davir_dataset), tmp_path / "run", base_model=str(bases["davir"]), max_steps=4, batch_size=4,
+              lr=1e-2, attention_every=2, val_split=None, device="cpu", progress=False, report_to="none")
+    pictures = sorted((r.out / "attention").iterdir())
+    assert [p.name.split("_")[0] for p in pictures] == ["step-000002"] * 2 + ["step-000004"] * 2
+    img = Image.open(pictures[0])
+    assert img.size[0] == 2 * 112 and np.asarray(img)[..., 1].max() == 255  # before | after, mask outline in green
