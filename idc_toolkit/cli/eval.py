@@ -85,7 +85,8 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
 
     p.add_argument("--protocol", default="rcc", choices=list(PROTOCOLS),
                    help="rcc: RobustChangeCaptioning evaluate.py (RCC ids and type_mapping.json accepted); blip2idc: "
-                        "BLIP2IDC eval_utils.py (no-change predictions replaced by a reference; not comparable)")
+                        "BLIP2IDC eval_utils.py (no-change predictions replaced by a reference; not comparable); "
+                        "rsicc: RSICC eval.py (vocabulary-id captions, LEVIR-CC; not comparable)")
     from ..evaluators.layouts import LAYOUTS
 
     p.add_argument("--layout", nargs="+", choices=[*LAYOUTS, "all"],
