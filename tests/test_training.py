@@ -81,24 +81,35 @@ def _adapter_tensors(folder):
     return load_file(str(folder / "adapter_model.safetensors"))
 
 
-def test_resume_after_interruption_equals_an_uninterrupted_run(bases, demo_dataset, tmp_path):
-    from transformers import TrainerCallback
+def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(bases, demo_dataset, tmp_path):
+    """``kill -9`` once a checkpoint exists, rerun the same command: it resumes from the last
+    checkpoint and, on CPU with a fixed seed, the final adapter is bit-identical."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
 
-    class Crash(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == 5:
-                raise KeyboardInterrupt("killed")
-
-    options = dict(base_model=str(bases["blip2idc"]), max_steps=8, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
-                   device="cpu", progress=False, report_to="none", seed=3)
-    whole = train("blip2idc", str(demo_dataset), tmp_path / "whole", **options)
-    with pytest.raises(KeyboardInterrupt):
-        train("blip2idc", str(demo_dataset), tmp_path / "cut", callbacks=(Crash(),), **options)
-    assert (tmp_path / "cut" / "checkpoints" / "checkpoint-4").is_dir() and not (tmp_path / "cut" / "adapter").exists()
-    resumed = train("blip2idc", str(demo_dataset), tmp_path / "cut", **options)
-    a, b = _adapter_tensors(whole.adapter), _adapter_tensors(resumed.adapter)
+    options = dict(base_model=str(bases["blip2idc"]), max_steps=60, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
+                   device="cpu", report_to="none", seed=3)
+    whole = train("blip2idc", str(demo_dataset), tmp_path / "whole", progress=False, **options)
+    cmd = [sys.executable, "-m", "idc_toolkit.cli.train", "--model", "blip2idc", "--dataset", str(demo_dataset),
+           "--out", str(tmp_path / "cut"), "--base-model", options["base_model"], "--max-steps", "60", "--save-steps", "2",
+           "--batch-size", "4", "--lr", "5e-3", "--val-split", "", "--device", "cpu", "--report-to", "none", "--seed", "3",
+           "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = tmp_path / "cut" / "checkpoints" / "checkpoint-2"
+    deadline = time.time() + 120
+    while not first.is_dir() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "cut" / "adapter").exists(), "the run finished before it could be killed"
+    assert subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode == 0
+    resumed = tmp_path / "cut" / "adapter"
+    a, b = _adapter_tensors(whole.adapter), _adapter_tensors(resumed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert train("blip2idc", str(demo_dataset), tmp_path / "cut", **options).already_done
+    assert train("blip2idc", str(demo_dataset), tmp_path / "cut", progress=True, **options).already_done
 
 
 def test_train_then_idc_eval_round_trip_and_other_settings_refused(bases, demo_dataset, tmp_path, capsys):
@@ -151,3 +162,15 @@ def test_davir_attention_pictures_during_training(bases, davir_dataset, tmp_path
     assert [p.name.split("_")[0] for p in pictures] == ["step-000002"] * 2 + ["step-000004"] * 2
     img = Image.open(pictures[0])
     assert img.size[0] == 2 * 112 and np.asarray(img)[..., 1].max() == 255  # before | after, mask outline in green
+
+
+def test_a_checkpoint_cut_mid_write_is_not_resumed_from(tmp_path):
+    from idc_toolkit.training.train import last_complete_checkpoint
+
+    folder = tmp_path / "checkpoints"
+    for step, complete in ((2, True), (4, True), (6, False)):
+        (folder / f"checkpoint-{step}").mkdir(parents=True)
+        if complete:
+            (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert last_complete_checkpoint(folder) == str(folder / "checkpoint-4")
+    assert not (folder / "checkpoint-6").exists() and last_complete_checkpoint(tmp_path / "none") is None

@@ -182,7 +182,6 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     import torch
     from peft import get_peft_model
     from transformers import TrainingArguments
-    from transformers.trainer_utils import get_last_checkpoint
 
     from .callbacks import AttentionPictures, EpochValidation
 
@@ -206,7 +205,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                callbacks=extra + list(callbacks))
     trainer.recipe = recipe
-    last = get_last_checkpoint(str(out / "checkpoints")) if (out / "checkpoints").is_dir() else None
+    last = last_complete_checkpoint(out / "checkpoints")
     if last:
         log.info("resuming from %s", last)
     outcome = trainer.train(resume_from_checkpoint=last)
@@ -217,6 +216,21 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     (out / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return TrainResult(out, out / "adapter", validation.table, losses=losses)
+
+
+def last_complete_checkpoint(folder: Path) -> Optional[str]:
+    """The newest checkpoint the Trainer finished writing (``trainer_state.json`` is its last
+    file); a folder a kill interrupted mid-save is removed, with a warning, so resuming never
+    reads half a checkpoint."""
+    if not folder.is_dir():
+        return None
+    steps = sorted((int(p.name.split("-")[1]), p) for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
+    for _, path in reversed(steps):
+        if (path / "trainer_state.json").is_file():
+            return str(path)
+        log.warning("removing %s: a kill interrupted its writing", path)
+        shutil.rmtree(path)
+    return None
 
 
 def _record(fields: dict[str, Any], complete: bool, epochs: Optional[list] = None) -> dict[str, Any]:
