@@ -56,6 +56,11 @@ class Recipe:
     required: ClassVar[dict[str, str]] = {"captions": "idc-build"}
     defaults: ClassVar[dict[str, Any]] = {}
 
+    @classmethod
+    def resolve(cls, facts: dict[str, Any]) -> dict[str, Any]:
+        """The recipe's defaults for a dataset (its card's facts): some depend on the dataset."""
+        return dict(cls.defaults)
+
     def __init__(self, settings: Settings, facts: dict[str, Any]):
         self.settings, self.facts = settings, facts
 
@@ -112,7 +117,7 @@ class Blip2IDCRecipe(Recipe):
                 "lr": 1e-4, "batch_size": 16, "epochs": 10, "lora_rank": 8, "max_caption_tokens": 30}
 
     @classmethod
-    def resolve(cls, facts: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    def resolve(cls, facts: dict[str, Any]) -> dict[str, Any]:
         out = dict(cls.defaults)
         if facts.get("dataset") == "clevr_change":
             out["lora_rank"] = 16
@@ -189,10 +194,6 @@ class DavirRecipe(Recipe):
     required = {"captions": "idc-build", "entities": "idc-precompute entities", "change_mask": "idc-precompute masks"}
     defaults = {"base_model": "Salesforce/instructblip-vicuna-7b", "revision": None, "lr": 1e-5, "batch_size": 16,
                 "epochs": 20, "lora_rank": 4, "max_caption_tokens": 30, "fac_weight": 0.1}
-
-    @classmethod
-    def resolve(cls, facts, given):
-        return dict(cls.defaults)
 
     def load(self):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor

@@ -160,7 +160,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         probe_facts = dataset_facts(dataset)
     except Exception:  # the real checks below name the problem
         pass
-    d = recipe_cls.resolve(probe_facts, {})
+    d = recipe_cls.resolve(probe_facts)
     rank = d["lora_rank"] if lora_rank is None else lora_rank
     settings = Settings(
         model=model, base_model=base_model or d["base_model"], revision=revision if base_model else (revision or d.get("revision")),
