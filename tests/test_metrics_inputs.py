@@ -1,6 +1,5 @@
 """Input hygiene and failure modes of the scorer (point 4 and 5 of the scorer issue)."""
 
-import numpy as np
 import pytest
 
 import idc_toolkit.metrics.meteor as meteor_mod
@@ -130,21 +129,40 @@ def test_spice_failure_is_reported_not_raised(tmp_path, monkeypatch):
     assert (tmp_path / "cache" / "idc_toolkit" / "spice").is_dir()
 
 
-def test_parallel_meteor_workers_and_the_statistics_cache_change_nothing(monkeypatch, tmp_path):
-    """Two JVMs align halves of the segments: the same statistics as one. A second scoring of
-    the same captions aligns nothing (the cache), with the same scores."""
-    hyps = {str(k): f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)}
-    refs = {k: [f"a cube moved {int(k) % 2} times", "the cube moved"] for k in hyps}
-    aligned = []
-    real = meteor_mod.parallel_statistics
-    monkeypatch.setattr(meteor_mod, "parallel_statistics", lambda p, h, r: aligned.append((len(p), len(h))) or real(p, h, r))
-    monkeypatch.setenv("IDC_METEOR_WORKERS", "1")
+def test_parallel_meteor_workers_give_one_jvms_statistics():
+    """Two JVMs aligning halves of the segments answer what one JVM answers for all of them."""
+    hyps = [f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)]
+    refs = [[f"a cube moved {k % 2} times", "the cube moved"] for k in range(len(hyps))]
+    procs = [MeteorProcess(), MeteorProcess()]
+    try:
+        split = meteor_mod.parallel_statistics(procs, hyps, refs)
+        whole = procs[0].statistics(hyps, refs)
+    finally:
+        for p in procs:
+            p.close()
+    assert split == whole and len(whole) == len(hyps)
+
+
+def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp_path):
+    class Worker:  # stands in for a JVM: answers a statistics line derived from the segment
+        def __init__(self):
+            self.asked = 0
+
+        def statistics(self, hyps, refs):
+            self.asked += len(hyps)
+            return [" ".join(str(float(len(h) + k)) for k in range(21)) for h in hyps]
+
     monkeypatch.setenv("IDC_METEOR_CACHE", str(tmp_path / "stats.sqlite"))
-    one = score_groups(hyps, refs, metrics=["METEOR"])  # one JVM, fills the cache
-    again = score_groups(hyps, refs, metrics=["METEOR"])  # aligns nothing
-    monkeypatch.setenv("IDC_METEOR_WORKERS", "2")
+    hyps, refs = ["a cube", "the red sphere", "a cube"], [["a cube"], ["a sphere"], ["two cubes"]]
+    runs = []
+    for _ in range(2):
+        m = meteor_mod.Meteor()
+        m.workers = [Worker()]
+        m.compute(hyps, refs)
+        runs.append((m.workers[0].asked, m.lines))
+    assert runs[0][0] == 3 and runs[1][0] == 0 and runs[0][1] == runs[1][1]
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
-    two = score_groups(hyps, refs, metrics=["METEOR"])
-    assert aligned == [(1, len(hyps)), (2, len(hyps))]  # the cached run aligned nothing
-    assert np.array_equal(one.per_pair["METEOR"], two.per_pair["METEOR"])
-    assert one.groups["overall"].scores == again.groups["overall"].scores == two.groups["overall"].scores
+    m = meteor_mod.Meteor()
+    m.workers = [Worker()]
+    m.compute(hyps, refs)
+    assert m.workers[0].asked == 3  # no cache: everything aligned

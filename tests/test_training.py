@@ -90,11 +90,11 @@ def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(
     import sys
     import time
 
-    options = dict(base_model=str(bases["blip2idc"]), max_steps=60, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
+    options = dict(base_model=str(bases["blip2idc"]), max_steps=30, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
                    device="cpu", report_to="none", seed=3)
     whole = train("blip2idc", str(demo_dataset), tmp_path / "whole", progress=False, **options)
     cmd = [sys.executable, "-m", "idc_toolkit.cli.train", "--model", "blip2idc", "--dataset", str(demo_dataset),
-           "--out", str(tmp_path / "cut"), "--base-model", options["base_model"], "--max-steps", "60", "--save-steps", "2",
+           "--out", str(tmp_path / "cut"), "--base-model", options["base_model"], "--max-steps", "30", "--save-steps", "2",
            "--batch-size", "4", "--lr", "5e-3", "--val-split", "", "--device", "cpu", "--report-to", "none", "--seed", "3",
            "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
