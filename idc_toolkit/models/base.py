@@ -65,6 +65,16 @@ def resolve_dtype(dtype: str, device: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 
 
+def load_pretrained(model_class, processor_class, name: str, revision: Optional[str], dtype):
+    """``(model, processor)`` of a BLIP-2-family checkpoint, with the image token set up
+    (:func:`ensure_image_token`): how the runners and the training recipes load a base model."""
+    kwargs = {"revision": revision} if revision else {}
+    processor = processor_class.from_pretrained(name, **kwargs)
+    model = model_class.from_pretrained(name, dtype=dtype, **kwargs)
+    ensure_image_token(model, processor)
+    return model, processor
+
+
 def ensure_image_token(model, processor) -> None:
     """transformers 5 builds BLIP-2 / InstructBLIP inputs from ``config.image_token_index``."""
     tok = processor.tokenizer

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ..errors import IDCError
 from .adapters import apply_adapter
-from .base import Runner, ensure_image_token, resolve_dtype
+from .base import Runner, load_pretrained, resolve_dtype
 from .pairs import stacked_pair
 
 BASE_MODEL = "Salesforce/blip2-opt-2.7b"
@@ -45,12 +45,9 @@ class Blip2IDCRunner(Runner):
                  revision: Optional[str] = None, max_new_tokens: int = 77, pair_style: Optional[str] = None, **_: Any):
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
-        kwargs = {"revision": revision} if revision else {}
         self.device = device
         self.dtype = resolve_dtype(dtype, device)
-        self.processor = Blip2Processor.from_pretrained(base_model, **kwargs)
-        model = Blip2ForConditionalGeneration.from_pretrained(base_model, dtype=self.dtype, **kwargs)
-        ensure_image_token(model, self.processor)
+        model, self.processor = load_pretrained(Blip2ForConditionalGeneration, Blip2Processor, base_model, revision, self.dtype)
         if adapter:
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .adapters import apply_adapter
-from .base import Runner, ensure_image_token, resolve_dtype
+from .base import Runner, load_pretrained, resolve_dtype
 
 PROMPT = "Describe the difference between the two images."
 
@@ -130,18 +130,16 @@ class DavirRunner(Runner):
                  save_attention: Optional[str] = None, **_: Any):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 
-        kwargs = {"revision": revision} if revision else {}
         self.device, self.dtype = device, resolve_dtype(dtype, device)
-        self.processor = InstructBlipProcessor.from_pretrained(base_model, **kwargs)
-        model = InstructBlipForConditionalGeneration.from_pretrained(base_model, dtype=self.dtype, **kwargs)
-        ensure_image_token(model, self.processor)
+        model, self.processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, base_model,
+                                                revision, self.dtype)
         if adapter:
             model = apply_adapter(model, adapter, base_model)  # LoRA names refer to the plain encoder
-        self.encoder = model.vision_model
-        pair_forward(self.encoder)
+        self.attention_dir = Path(save_attention) if save_attention else None
+        # with --save-attention the one vision pass of generation also yields the maps
+        self.attention = pair_forward(model.vision_model, capture=self.attention_dir is not None)
         self.model = model.to(device).eval()
         self.num_entities, self.max_new_tokens = num_entities, max_new_tokens
-        self.attention_dir = Path(save_attention) if save_attention else None
         if self.attention_dir:
             self.attention_dir.mkdir(parents=True, exist_ok=True)
         self.describe = {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": str(self.dtype),
@@ -165,25 +163,13 @@ class DavirRunner(Runner):
         n_prompt = inputs["input_ids"].shape[1]
         texts = self.processor.batch_decode(out[:, n_prompt:] if out.shape[1] > n_prompt else out, skip_special_tokens=True)
         if self.attention_dir:
-            self.save_attention(rows, pixel_values)
+            self.save_attention(rows)
         return [t.strip() for t in texts]
 
-    def attention_maps(self, pixel_values):
-        """(B, 2, g, g): final-layer CLS-to-patch attention of the before and after image."""
-        import torch
-
-        self.encoder.config._attn_implementation = "eager"
-        maps = []
-        with torch.no_grad():
-            for k in (slice(0, 3), slice(3, 6)):
-                out = self.encoder(pixel_values=pixel_values[:, k], output_attentions=True, return_dict=True)
-                att = out.attentions[-1][:, :, 0, 1:].mean(1)
-                g = int(round(att.shape[-1] ** 0.5))
-                maps.append(att.reshape(att.shape[0], g, g))
-        return torch.stack(maps, dim=1).float().cpu()
-
-    def save_attention(self, rows, pixel_values) -> None:
-        maps = self.attention_maps(pixel_values).numpy()
-        for row, pair_maps in zip(rows, maps):
+    def save_attention(self, rows) -> None:
+        """Draw the maps :func:`pair_forward` captured during the batch's generation."""
+        att = self.attention.last.float().cpu().numpy()  # (B, 2, patches)
+        g = int(round(att.shape[-1] ** 0.5))
+        for row, pair_maps in zip(rows, att.reshape(len(att), 2, g, g)):
             draw_attention(row["before"], row["after"], pair_maps, row.get("change_mask")).save(
                 self.attention_dir / f"{row['pair_id']}.png")

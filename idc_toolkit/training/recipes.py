@@ -128,13 +128,11 @@ class Blip2IDCRecipe(Recipe):
     def load(self):
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
-        from ..models.base import ensure_image_token, resolve_dtype
+        from ..models.base import load_pretrained, resolve_dtype
 
         s = self.settings
-        kwargs = {"revision": s.revision} if s.revision else {}
-        self.processor = Blip2Processor.from_pretrained(s.base_model, **kwargs)
-        model = Blip2ForConditionalGeneration.from_pretrained(s.base_model, dtype=resolve_dtype(s.dtype, "cpu"), **kwargs)
-        ensure_image_token(model, self.processor)
+        model, self.processor = load_pretrained(Blip2ForConditionalGeneration, Blip2Processor, s.base_model, s.revision,
+                                                resolve_dtype(s.dtype, "cpu"))
         self.resize_blur = (s.pair_style or self.facts.get("pair_style")) == "edit"
         return model
 
@@ -198,14 +196,12 @@ class DavirRecipe(Recipe):
     def load(self):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 
-        from ..models.base import ensure_image_token, resolve_dtype
+        from ..models.base import load_pretrained, resolve_dtype
         from ..models.davir import pair_forward
 
         s = self.settings
-        kwargs = {"revision": s.revision} if s.revision else {}
-        self.processor = InstructBlipProcessor.from_pretrained(s.base_model, **kwargs)
-        model = InstructBlipForConditionalGeneration.from_pretrained(s.base_model, dtype=resolve_dtype(s.dtype, "cpu"), **kwargs)
-        ensure_image_token(model, self.processor)
+        model, self.processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, s.base_model,
+                                                s.revision, resolve_dtype(s.dtype, "cpu"))
         vision = model.config.vision_config
         self.grid = vision.image_size // vision.patch_size  #: patches per side: M̂'s grid
         self.attention = pair_forward(model.vision_model, capture=s.fac_weight > 0 or s.attention_every > 0)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..cards import dataset_facts
 from ..errors import IDCError
 from .recipes import Settings, get_recipe
 
@@ -67,11 +68,9 @@ def _open_split(dataset: str, split: str):
         raise IDCError(f"{dataset}: cannot load split {split!r}: {exc}") from None
 
 
-def check_inputs(recipe_cls, dataset: str, split: str, val_split: Optional[str], base_model: str,
-                 revision: Optional[str], lora_rank: int) -> tuple[Any, Any, dict[str, Any]]:
+def check_inputs(recipe_cls, dataset: str, facts: dict[str, Any], split: str, val_split: Optional[str],
+                 base_model: str, revision: Optional[str], lora_rank: int) -> tuple[Any, Any]:
     """Every check that needs no model: one-line errors naming the cause and the fix."""
-    from ..cards import dataset_facts
-
     if lora_rank <= 0:
         raise IDCError(f"--lora-rank {lora_rank}: a LoRA rank must be at least 1")
     ds = _open_split(dataset, split)
@@ -80,7 +79,6 @@ def check_inputs(recipe_cls, dataset: str, split: str, val_split: Optional[str],
     for column, made_by in recipe_cls.required.items():
         if column not in ds.column_names:
             raise IDCError(f"{dataset} [{split}] has no {column!r} column, which {recipe_cls.name} trains on: run {made_by} first")
-    facts = dataset_facts(dataset)
     if recipe_cls.name == "davir" and facts.get("entities_strategy") not in (None, "davir"):
         raise IDCError(f"{dataset}: its entities were retrieved with the {facts['entities_strategy']!r} strategy; DAVIR "
                        "trains on DAVIR's: run idc-precompute entities --strategy davir")
@@ -94,7 +92,7 @@ def check_inputs(recipe_cls, dataset: str, split: str, val_split: Optional[str],
             val = _open_split(dataset, val_split)
         except IDCError:
             log.warning("no %r split: no validation, the last adapter is kept", val_split)
-    return ds, val, facts
+    return ds, val
 
 
 class _Rows:
@@ -153,14 +151,8 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     if fac_reading not in FAC_READINGS:
         raise IDCError(f"unknown --fac-reading {fac_reading!r}; choose {', '.join(FAC_READINGS)}")
     out = Path(out)
-    probe_facts: dict[str, Any] = {}
-    try:
-        from ..cards import dataset_facts
-
-        probe_facts = dataset_facts(dataset)
-    except Exception:  # the real checks below name the problem
-        pass
-    d = recipe_cls.resolve(probe_facts)
+    facts = dataset_facts(dataset)  # some defaults depend on the dataset (BLIP2IDC's rank on CLEVR-Change)
+    d = recipe_cls.resolve(facts)
     rank = d["lora_rank"] if lora_rank is None else lora_rank
     settings = Settings(
         model=model, base_model=base_model or d["base_model"], revision=revision if base_model else (revision or d.get("revision")),
@@ -169,8 +161,8 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         max_caption_tokens=d["max_caption_tokens"], fac_weight=d.get("fac_weight", 0.0) if fac_weight is None else fac_weight,
         fac_reading=fac_reading, max_steps=max_steps, seed=seed, dtype=dtype, pair_style=pair_style,
         num_entities=num_entities, split=split, val_split=val_split, val_limit=val_limit, attention_every=attention_every)
-    train_rows, val_rows, facts = check_inputs(recipe_cls, dataset, split, val_split, settings.base_model,
-                                               settings.revision, settings.lora_rank)
+    train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, split, val_split, settings.base_model,
+                                        settings.revision, settings.lora_rank)
     fields = _fingerprint(settings, dataset, settings.base_model)
     done = _open_run(out, fields, overwrite)
     if done is not None:
