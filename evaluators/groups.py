@@ -28,15 +28,13 @@ IOU_GROUPS = ("iou_hardest_25", "iou_easiest_25", "iou_q1", "iou_q2", "iou_q3", 
 
 def apply_group_file(refs: Any, path: str | Path) -> Any:
     """``refs`` with its categories replaced by the groups of ``path``."""
-    from .predictions import _category_map
+    from .predictions import read_category_map
     from .protocols import rcc_id
 
-    groups: dict[str, list[str]] = {}
-    for key, names in _category_map(path).items():
-        groups.setdefault(rcc_id(key), []).extend(names)
-    unknown = [k for k in groups if k not in refs.captions and rcc_id(k) not in {rcc_id(p) for p in refs.captions}]
-    if len(unknown) == len(groups) and groups:
-        raise EvaluationError(f"{path}: none of its ids is a pair of {refs.source} (e.g. {unknown[0]!r}); wrong file?")
+    groups = read_category_map(path)
+    known = {rcc_id(pid) for pid in refs.captions}
+    if groups and not known & set(groups):
+        raise EvaluationError(f"{path}: none of its ids is a pair of {refs.source} (e.g. {next(iter(groups))!r}); wrong file?")
     refs.categories = {pid: (groups.get(rcc_id(pid)) or [None])[0] for pid in refs.captions}
     refs.memberships = {pid: groups[rcc_id(pid)] for pid in refs.captions if len(groups.get(rcc_id(pid), ())) > 1}
     refs.category_order = list(dict.fromkeys(g for names in groups.values() for g in names))
@@ -68,9 +66,9 @@ def iou_groups(ious: dict[str, Optional[float]], ids: list[str], categories: dic
     change = [pid for pid in ids if not pid.endswith("_n") and categories.get(pid) not in NO_CHANGE_CATEGORIES]
     missing = [pid for pid in change if ious.get(pid) is None]
     if missing:
-        from .predictions import _listed
+        from .predictions import listed_ids
 
-        raise EvaluationError(f"{source}: no viewpoint IoU for {len(missing)} change pair(s): {_listed(missing)}")
+        raise EvaluationError(f"{source}: no viewpoint IoU for {len(missing)} change pair(s): {listed_ids(missing)}")
     order = {pid: k for k, pid in enumerate(ious)}  # the file's order breaks ties, as a stable sort does
     ranked = sorted(change, key=lambda pid: (ious[pid], order.get(pid, 0)))
     count = int(len(ranked) * IOU_FRACTION)

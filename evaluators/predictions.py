@@ -21,6 +21,8 @@ from idc_toolkit.files import read_text
 from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
+from .protocols import rcc_id
+
 MAX_LISTED = 20
 #: group names the scorer writes itself; a category may not take them
 RESERVED_GROUPS = frozenset({"overall", "change_only"})
@@ -40,8 +42,13 @@ class References:
     #: pair_id -> viewpoint IoU (``--iou-file`` / ``--iou-column``): adds the difficulty groups
     ious: dict[str, Optional[float]] = field(default_factory=dict)
 
+    def groups_of(self, pid: str) -> list[str]:
+        """Every category the pair is scored in (none when it has no category)."""
+        category = self.categories.get(pid)
+        return self.memberships.get(pid) or ([category] if category is not None else [])
 
-def _listed(ids: list[str]) -> str:
+
+def listed_ids(ids: list[str]) -> str:
     shown = ", ".join(repr(i) for i in ids[:MAX_LISTED])
     return shown + (f" ... ({len(ids)} in all)" if len(ids) > MAX_LISTED else "")
 
@@ -123,7 +130,7 @@ def load_predictions(path: Path | str) -> dict[str, str]:
     else:
         raise EvaluationError(f"{path}: expected a dict, a coco results list or JSON lines")
     if duplicates:
-        raise EvaluationError(f"{path}: several predictions for pair(s) {_listed(sorted(set(duplicates)))}")
+        raise EvaluationError(f"{path}: several predictions for pair(s) {listed_ids(sorted(set(duplicates)))}")
     return preds
 
 
@@ -134,9 +141,11 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
     return h.hexdigest()[:16]
 
 
-def _category_map(path: Path | str) -> dict[str, list[str]]:
+def read_category_map(path: Path | str) -> dict[str, list[str]]:
     """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style), as
-    pair_id -> categories (an id listed under several categories keeps all of them)."""
+    pair_id -> categories (an id listed under several categories keeps all of them). Ids are
+    RCC-normalised (:func:`~.protocols.rcc_id`): a map keyed ``000123.png`` names the pair
+    ``000123`` too."""
     text = read_text(path, EvaluationError, "category map")
     try:
         data = json.loads(text)
@@ -144,14 +153,14 @@ def _category_map(path: Path | str) -> dict[str, list[str]]:
         raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
-    if all(isinstance(v, list) for v in data.values()):
-        out: dict[str, list[str]] = {}
-        for cat, ids in data.items():
-            for pid in ids:
-                if cat not in out.setdefault(str(pid), []):
-                    out[str(pid)].append(cat)
-        return out
-    return {str(k): [str(v)] for k, v in data.items()}
+    pairs = ([(pid, cat) for cat, ids in data.items() for pid in ids] if all(isinstance(v, list) for v in data.values())
+             else [(k, v) for k, v in data.items()])
+    out: dict[str, list[str]] = {}
+    for pid, cat in pairs:
+        names = out.setdefault(rcc_id(str(pid)), [])
+        if str(cat) not in names:
+            names.append(str(cat))
+    return out
 
 
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
@@ -175,19 +184,14 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
         captions.setdefault(key, []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
-    from .protocols import rcc_id  # a map keyed 000123.png names the pair 000123 too
-
-    raw = _category_map(category_map) if category_map else {}
-    cats: dict[str, list[str]] = {}
-    for key, names in raw.items():
-        cats.setdefault(rcc_id(key), []).extend(n for n in names if n not in cats.get(rcc_id(key), []))
+    cats = read_category_map(category_map) if category_map else {}
 
     def of(pid: str) -> list[str]:
         return cats.get(rcc_id(pid), [])
 
     categories = {pid: (of(pid)[0] if of(pid) else None) for pid in captions}
     memberships = {pid: of(pid) for pid in captions if len(of(pid)) > 1}
-    order = list(dict.fromkeys(c for names in raw.values() for c in names))
+    order = list(dict.fromkeys(c for names in cats.values() for c in names))
     return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 
 
@@ -273,13 +277,13 @@ def prepare(
     extra = [pid for pid in predictions if pid not in refs.captions]
     if extra:
         raise EvaluationError(
-            f"{len(extra)} prediction(s) for ids that are not in the references ({refs.source}): {_listed(extra)}. "
+            f"{len(extra)} prediction(s) for ids that are not in the references ({refs.source}): {listed_ids(extra)}. "
             "Wrong split or wrong id format?"
         )
     missing = [pid for pid in refs.captions if pid not in predictions]
     if missing and not allow_missing:
         raise EvaluationError(
-            f"no prediction for {len(missing)} reference id(s): {_listed(missing)}; pass --allow-missing to score the rest"
+            f"no prediction for {len(missing)} reference id(s): {listed_ids(missing)}; pass --allow-missing to score the rest"
         )
     if missing:
         warnings.append(f"{len(missing)} reference pair(s) have no prediction and were not scored (--allow-missing)")
@@ -296,7 +300,7 @@ def prepare(
             no_refs.append(pid)
         references[pid] = kept
     if no_refs:
-        raise EvaluationError(f"pair(s) with no reference at all: {_listed(no_refs)}")
+        raise EvaluationError(f"pair(s) with no reference at all: {listed_ids(no_refs)}")
     if empty_refs:
         if drop_empty_references:
             warnings.append(f"{empty_refs} empty reference(s) dropped (--drop-empty-references)")
@@ -325,18 +329,18 @@ def prepare(
             raise EvaluationError(f"category name(s) {', '.join(map(repr, reserved))} are reserved for the toolkit's own "
                                   f"rows ({', '.join(sorted(taken))}); rename them in {refs.source} or the category map")
         for pid in references:
-            for cat in refs.memberships.get(pid) or ([refs.categories[pid]] if refs.categories.get(pid) is not None else []):
+            for cat in refs.groups_of(pid):
                 groups.setdefault(str(cat), []).append(pid)
         several = [pid for pid in references if len(refs.memberships.get(pid, ())) > 1]
         if several:
             warnings.append(f"{len(several)} pair(s) are listed under several categories and are scored in each "
-                            f"(as RCC's evaluate.py does): {_listed(several)}")
+                            f"(as RCC's evaluate.py does): {listed_ids(several)}")
         rank = {name: k for k, name in enumerate(refs.category_order)}
         groups = dict(sorted(groups.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
         if groups and NO_CHANGE_CATEGORIES & set(groups):
             groups["change_only"] = [
                 pid for pid in references
-                if any(c not in NO_CHANGE_CATEGORIES for c in refs.memberships.get(pid) or [refs.categories.get(pid)] if c is not None)
+                if any(c not in NO_CHANGE_CATEGORIES for c in refs.groups_of(pid))
             ]
     if breakdown and refs.ious:
         groups.update(iou_groups(refs.ious, list(references), refs.categories, refs.source))
