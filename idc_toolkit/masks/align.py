@@ -76,8 +76,8 @@ def _cost(gb: np.ndarray, ga: np.ndarray, dy: int, dx: int) -> float:
     return float(np.minimum(np.abs(ga[dst] - gb[src]), _TRUNCATE).mean())
 
 
-def _integer_shift(gb: np.ndarray, ga: np.ndarray, max_shift: int) -> tuple[tuple[int, int], np.ndarray]:
-    """Best integer shift and the 3x3 costs around it (full resolution)."""
+def _integer_shift(gb: np.ndarray, ga: np.ndarray, max_shift: int) -> tuple[int, int]:
+    """Best integer shift: coarse grid, then a descent at full resolution."""
     h, w = ga.shape
     h2, w2 = h // 2 * 2, w // 2 * 2
     cb = gb[:h2, :w2].reshape(h2 // 2, 2, w2 // 2, 2).mean(axis=(1, 3))
@@ -99,7 +99,7 @@ def _integer_shift(gb: np.ndarray, ga: np.ndarray, max_shift: int) -> tuple[tupl
         if cand == best:
             break
         best = cand
-    return best, np.array([[cost(best[0] + i, best[1] + j) for j in (-1, 0, 1)] for i in (-1, 0, 1)])
+    return best
 
 
 def _lucas_kanade(gb: np.ndarray, ga: np.ndarray, shift: tuple[int, int]) -> tuple[float, float]:
@@ -131,7 +131,7 @@ def camera_shift(before: np.ndarray, after: np.ndarray, max_shift: int, subpixel
     if max_shift <= 0:
         return (0, 0), (0.0, 0.0)
     gb, ga = grey_ranks(before), grey_ranks(after)
-    best, _ = _integer_shift(gb, ga, max_shift)
+    best = _integer_shift(gb, ga, max_shift)
     frac = _lucas_kanade(gb, ga, best) if subpixel else (0.0, 0.0)
     return best, frac
 

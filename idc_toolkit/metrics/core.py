@@ -145,10 +145,9 @@ def score_groups(
             for gname, values in metric.scores(scored).items():
                 scores[gname].update(values)
             per_pair.update(metric.per_pair())
-        names = [k for g in scored for k in scores[g]] or []
         for gname in group_indices:
             if gname not in scored:
-                scores[gname] = {k: None for k in dict.fromkeys(names)}
+                scores[gname] = {k: None for k in columns(families)}
         say(f"scored {len(group_indices)} group(s)")
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
         spice = cache.metrics.get("SPICE")
