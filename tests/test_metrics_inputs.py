@@ -13,6 +13,7 @@ from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
 pytestmark = pytest.mark.java
 
 REFS = {"a": ["the red car moved", "a car moved"], "b": ["nothing changed"], "c": ["a man appeared", "someone arrived"]}
+REFS_AB = {k: REFS[k] for k in ("a", "b")}
 
 
 @pytest.mark.parametrize("sep", list(LINE_SEPARATORS))
@@ -166,3 +167,24 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
     m.workers = [Worker()]
     m.compute(hyps, refs)
     assert m.workers[0].asked == 3  # no cache: everything aligned
+
+
+def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):
+    """The JVM of one scoring serves the next (no second 6 s load), with the same scores; a JVM
+    left in the middle of an exchange is never handed out again."""
+    monkeypatch.setenv("IDC_METEOR_WORKERS", "1")
+    monkeypatch.setenv("IDC_METEOR_CACHE", "0")
+    started = []
+    real = meteor_mod.MeteorProcess
+    monkeypatch.setattr(meteor_mod, "MeteorProcess", lambda *a, **k: started.append(1) or real(*a, **k))
+    hyps = {"a": "the red car moved", "b": "nothing changed"}
+    first = score_groups(hyps, REFS_AB, metrics=["METEOR"])
+    second = score_groups(hyps, REFS_AB, metrics=["METEOR"])
+    assert first.groups["overall"].scores == second.groups["overall"].scores
+    assert len(started) <= 1  # at most one load (none when an earlier test left a warm JVM)
+    process = meteor_mod.acquire_process()
+    process.in_step = False  # as if an exchange had been interrupted
+    meteor_mod.release_process(process)
+    other = meteor_mod.acquire_process()
+    assert other is not process and not process.alive()
+    meteor_mod.release_process(other)

@@ -15,6 +15,7 @@ instead of a ``ValueError`` followed by a deadlock in ``Meteor.__del__``.
 
 from __future__ import annotations
 
+import atexit
 import queue
 import subprocess
 import threading
@@ -38,6 +39,8 @@ class MeteorProcess:
 
     def __init__(self, timeout: float = 300.0):
         self.timeout = timeout
+        #: False while an exchange is under way: a process left mid-answer must not be reused
+        self.in_step = True
         self._stderr: list[bytes] = []
         try:
             self._proc = subprocess.Popen(
@@ -90,12 +93,18 @@ class MeteorProcess:
             errors.append(exc)
 
     def _exchange(self, lines: list[str], n_answers: int) -> list[str]:
+        self.in_step = False
         errors: list[BaseException] = []
         writer = threading.Thread(target=self._write_all, args=(lines, errors), daemon=True)
         writer.start()
         answers = [self._readline() for _ in range(n_answers)]
         writer.join()
+        self.in_step = not errors
         return answers
+
+    def alive(self) -> bool:
+        proc = getattr(self, "_proc", None)
+        return proc is not None and proc.poll() is None
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
         """Sufficient statistics of every (hypothesis, references) segment, in order."""
@@ -177,6 +186,43 @@ def stats_line(row) -> str:
     """A statistics line from :func:`aggregate_statistics`: METEOR scores it as the corpus of
     the segments summed into it, so one line scores a whole group or resample."""
     return " ".join(repr(float(v)) for v in row)
+
+
+_IDLE: list[MeteorProcess] = []
+_IDLE_LOCK = threading.Lock()
+
+
+def acquire_process() -> MeteorProcess:
+    """A warm METEOR JVM left idle by an earlier scoring in this Python process, else a new one.
+    Loading costs ~6 s of a core (the paraphrase table) and the ``SCORE`` / ``EVAL`` protocol
+    keeps no state between requests, so ``compare`` (two systems), a second protocol or the
+    next scoring in a notebook or test session reuses the JVM instead of loading it again."""
+    with _IDLE_LOCK:
+        while _IDLE:
+            process = _IDLE.pop()
+            if process.alive() and process.in_step:
+                return process
+            process.close()
+    return MeteorProcess()
+
+
+def release_process(process: MeteorProcess) -> None:
+    """Keep a healthy JVM whose last exchange completed for the next scoring (at most
+    :func:`meteor_workers` stay idle, all closed at exit); close any other."""
+    with _IDLE_LOCK:
+        if process.alive() and process.in_step and len(_IDLE) < meteor_workers():
+            _IDLE.append(process)
+            return
+    process.close()
+
+
+def _close_idle() -> None:
+    with _IDLE_LOCK:
+        while _IDLE:
+            _IDLE.pop().close()
+
+
+atexit.register(_close_idle)
 
 
 def meteor_workers() -> int:
@@ -293,8 +339,8 @@ class Meteor(Metric):
     background = True  # alignment runs in the JVM while the other metrics compute
 
     def start(self) -> None:
-        # the JVMs load while the captions are tokenized; the first also scores (EVAL)
-        self.workers = [MeteorProcess() for _ in range(meteor_workers())]
+        # the JVMs load (or are warm already) while the captions are tokenized; the first also scores (EVAL)
+        self.workers = [acquire_process() for _ in range(meteor_workers())]
         self.process = self.workers[0]
 
     def compute(self, hypotheses, references) -> None:
@@ -341,4 +387,5 @@ class Meteor(Metric):
 
     def close(self) -> None:
         for process in getattr(self, "workers", []):
-            process.close()
+            release_process(process)
+        self.workers = []
