@@ -216,13 +216,14 @@ def release_process(process: MeteorProcess) -> None:
     process.close()
 
 
-def _close_idle() -> None:
+def close_idle_processes() -> None:
+    """Close the warm JVMs kept for reuse (also done at exit)."""
     with _IDLE_LOCK:
         while _IDLE:
             _IDLE.pop().close()
 
 
-atexit.register(_close_idle)
+atexit.register(close_idle_processes)
 
 
 def meteor_workers() -> int:
