@@ -22,6 +22,7 @@ def main() -> None:
     from idc_toolkit.building.pipeline import build_dataset, make_builder
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.models.generation import dataset_rows, _decode
+    from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_runner_class
     from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
     from idc_toolkit.devices import resolve_device
@@ -45,7 +46,8 @@ def main() -> None:
         if not args.blip2_base:
             configs.append(("davir", str(save_tiny_instructblip(tmp / "iblip")), None))
         for name, base, adapter in configs:
-            runner = get_runner_class(name)(base, adapter, device, "auto", "clevr_change", max_new_tokens=args.max_new_tokens)
+            runner = get_runner_class(name)(base, adapter, device, "auto", DatasetFacts(builder="clevr_change", pair_style="scene"),
+                                            max_new_tokens=args.max_new_tokens)
             runner.generate(rows[: args.batch_size])  # warm-up
             t = time.perf_counter()
             for k in range(0, len(rows), args.batch_size):

@@ -17,6 +17,8 @@ from . import citations
 if TYPE_CHECKING:  # pragma: no cover
     from datasets import Features
 
+    from ..facts import DatasetFacts
+
     from ..building.builder import PairBuilder
     from ..building.report import BuildReport
     from ..runs.parquet import SplitSummary
@@ -45,7 +47,7 @@ def size_category(n: int) -> str:
 
 def dataset_card_data(*, pretty_name: str, license: str, features: "Features", summaries: dict[str, "SplitSummary"],
                       task_categories: list[str], task_ids: list[str], source_datasets: list[str], tags: list[str],
-                      facts: dict[str, Any], run_record: dict[str, Any], base: Optional[dict[str, Any]] = None):
+                      facts: "DatasetFacts", run_record: dict[str, Any], base: Optional[dict[str, Any]] = None):
     """The card's YAML as ``huggingface_hub``'s ``DatasetCardData``, with ``configs`` and
     ``dataset_info`` written by ``datasets``' own ``MetadataConfigs`` / ``DatasetInfosDict``:
     ``num_bytes`` and ``dataset_size`` are Arrow sizes and ``download_size`` parquet bytes,
@@ -72,7 +74,7 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
     MetadataConfigs({"default": {"data_files": [{"split": split, "path": f"data/{split}-*"} for split in summaries]}}
                     ).to_dataset_card_data(data)
     DatasetInfosDict({"default": info}).to_dataset_card_data(data)
-    data[FACTS_KEY] = facts
+    data[FACTS_KEY] = facts.to_card()
     data[RUN_KEY] = run_record
     return data
 
@@ -97,18 +99,22 @@ def read_card_data(folder: Path | str) -> dict[str, Any]:
     return DatasetCard.load(path).data.to_dict()
 
 
-def dataset_facts(dataset: str | Path) -> dict[str, Any]:
-    """The builder's facts a dataset carries in its card (pair style, categories, no-change
-    categories, builder), read the same way from a local folder, a Hub copy or an augmented
-    dataset; empty when the dataset was not written by idc-toolkit."""
+def dataset_facts(dataset: str | Path) -> "DatasetFacts":
+    """The :class:`~idc_toolkit.facts.DatasetFacts` a dataset carries in its card, read the
+    same way from a local folder, a Hub copy or a derived dataset; empty facts when the
+    dataset was not written by idc-toolkit (or its card cannot be reached). A card whose facts
+    are malformed is an error naming it."""
+    from ..facts import DatasetFacts
+
     if Path(dataset).is_dir():
-        return dict(read_card_data(dataset).get(FACTS_KEY) or {})
+        return DatasetFacts.from_card(read_card_data(dataset).get(FACTS_KEY), f"{Path(dataset) / 'README.md'}")
     try:
         from huggingface_hub import DatasetCard
 
-        return dict(DatasetCard.load(str(dataset), repo_type="dataset").data.to_dict().get(FACTS_KEY) or {})
-    except Exception:  # offline, no card, not a toolkit dataset: no facts
-        return {}
+        data = DatasetCard.load(str(dataset), repo_type="dataset").data.to_dict()
+    except Exception:  # offline, no card: no facts
+        return DatasetFacts()
+    return DatasetFacts.from_card(data.get(FACTS_KEY), f"the card of {dataset}")
 
 
 def _feature_type(feature: Any) -> str:
@@ -194,10 +200,13 @@ def write_build_card(folder: Path, builder: "PairBuilder", features: "Features",
 
 def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: str, features: "Features",
                     summaries: dict[str, "SplitSummary"], section: str, run_record: dict[str, Any],
-                    new_facts: Optional[dict[str, Any]] = None) -> Path:
+                    step: str, new_facts: Optional[dict[str, Any]] = None) -> Path:
     """README.md of a column pass: the source's card with the new features, sizes and run
     record in its YAML and the pass documented as a section of the body (a rerun replaces
-    its own section)."""
+    its own section). The facts are the source's, with ``step`` appended to ``derived_by``
+    and ``new_facts`` set."""
+    from ..facts import DatasetFacts
+
     base: dict[str, Any] = {}
     body = f"# {Path(str(source_name)).name}\n"
     if source_folder is not None and (source_folder / "README.md").is_file():
@@ -205,7 +214,7 @@ def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: st
 
         card = DatasetCard.load(source_folder / "README.md")
         base, body = card.data.to_dict(), card.text
-    facts = {**(base.get(FACTS_KEY) or {}), **(new_facts or {})}
+    facts = DatasetFacts.from_card(base.get(FACTS_KEY), f"the card of {source_name}").derived(step, **(new_facts or {}))
     data = dataset_card_data(
         pretty_name=base.get("pretty_name") or Path(str(source_name)).name, license=base.get("license") or "other",
         features=features, summaries=summaries, task_categories=base.get("task_categories") or ["image-to-text"],

@@ -171,13 +171,27 @@ def plot_by_category(path: Path, result: ScoreResult) -> Path:
     return path
 
 
+#: every file an evaluation writes into ``--out`` (what a rerun may replace, and nothing else)
+OUTPUT_FILES = ("metrics.json", "metrics.md", "per_pair.csv", "by_category.png", "by_category.csv",
+                *(f"layout_{name.replace('-', '_')}{suffix}" for name in ("total-semantic", "by-type")
+                  for suffix in (".md", ".tex")))
+
+
 def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> None:
     """Refuse to write over the results of another run (the run engine's rule): the same
-    fingerprint rewrites them, another one names what differs, ``--overwrite`` replaces."""
+    fingerprint rewrites them, another one names what differs, ``--overwrite`` replaces. Files
+    of an evaluation's names without its ``metrics.json`` record are not ours: refused even
+    with ``--overwrite``."""
     from idc_toolkit.runs.fingerprint import differences
 
     previous = out_dir / "metrics.json"
-    if overwrite or not previous.is_file():
+    if not previous.is_file():
+        present = [n for n in OUTPUT_FILES if (out_dir / n).exists()]
+        if present:
+            raise EvaluationError(f"{out_dir} holds {', '.join(present)} but no metrics.json of an idc-eval run; "
+                                  "choose another --out (--overwrite only replaces what idc-eval wrote)")
+        return
+    if overwrite:
         return
     try:
         old = json.loads(previous.read_text()).get("meta", {}).get("run")
@@ -195,17 +209,19 @@ def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> N
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                   categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str],
                   layouts: Sequence[str] = (), group_names: Optional[str] = None) -> dict[str, Any]:
+    from idc_toolkit.runs.folder import write_text_atomic
+
     from .layouts import LAYOUTS, write_layouts
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_layouts(out_dir, result, list(LAYOUTS) if "all" in layouts else list(layouts), group_names)
     data = metrics_dict(result, meta, warnings)
-    (out_dir / "metrics.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(out_dir / "metrics.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
     table = (f"Protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
              + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
-    (out_dir / "metrics.md").write_text(table + note)
+    write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
     plot_by_category(out_dir / "by_category.png", result)
     return data

@@ -144,14 +144,17 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
                     iou_column: Optional[str] = None,
                     out: Optional[str | Path] = None, metrics: Optional[Sequence[str]] = None,
                     allow_missing: bool = False, drop_empty_references: bool = False, bootstrap: int = 1000,
-                    seed: int = 0, spice_jars: Optional[str] = None) -> dict[str, Any]:
-    """The paired bootstrap test of two systems on the same pairs (Koehn 2004)."""
+                    seed: int = 0, spice_jars: Optional[str] = None, overwrite: bool = False) -> dict[str, Any]:
+    """The paired bootstrap test of two systems on the same pairs (Koehn 2004). ``out`` gets
+    ``compare.json``; one already there is replaced only with ``overwrite``."""
     from idc_toolkit.metrics.bootstrap import paired_test
     from idc_toolkit.metrics.core import build_cache
     from idc_toolkit.metrics.registry import metric_class, resolve_families
 
     from .protocols import get_protocol
 
+    if out is not None and (Path(out) / "compare.json").exists() and not overwrite:
+        raise EvaluationError(f"{Path(out) / 'compare.json'} exists; pass --overwrite to replace it, or choose another --out")
     proto = get_protocol("rcc")
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))
@@ -172,6 +175,8 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
             cache.close()
     report = {"a": _source(a), "b": _source(b), "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
     if out is not None:
+        from idc_toolkit.runs.folder import write_json_atomic
+
         Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
+        write_json_atomic(Path(out) / "compare.json", report)
     return report

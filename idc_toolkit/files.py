@@ -24,3 +24,25 @@ def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}); "
                     "save it as UTF-8") from None
+
+
+def file_name_for(key: str, suffix: str = "") -> str:
+    """A file name made from data (a pair id): path separators, ``..``, control and shell-
+    hostile characters become ``_``, and a short hash of the original keeps two ids that
+    clean to the same text apart. Never a path: it cannot leave the folder it is joined to."""
+    import hashlib
+    import re
+
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", str(key)).strip("._") or "pair"
+    if cleaned != str(key):
+        cleaned = f"{cleaned[:80]}-{hashlib.sha256(str(key).encode()).hexdigest()[:8]}"
+    return cleaned[:120] + suffix
+
+
+def inside(folder: Path | str, name: str) -> Path:
+    """``folder / name``, refused (``ValueError``) when it would resolve outside ``folder``."""
+    root = Path(folder).resolve()
+    target = (root / name).resolve()
+    if target != root and root not in target.parents:
+        raise ValueError(f"{name!r} would be written outside {folder}")
+    return target

@@ -8,6 +8,7 @@ from datasets import load_dataset
 from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.builders import BUILDERS
 
+from test_dataset_facts import assert_training_defaults
 from conftest import image_bytes, make_emu_edit, write_json
 
 
@@ -21,6 +22,7 @@ def test_registry_lists_every_release():
 
 def test_clevr_change_from_demo_release(demo_raw, tmp_path):
     result = build_dataset(make_builder("clevr_change", demo_raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "clevr_change")
     # 5 types x 5 ids, 3/1/1 per type, two pairs per id
     assert dict(result.report.rows) == {"train": 30, "validation": 10, "test": 10}
     ds = _load(tmp_path / "out")
@@ -85,6 +87,7 @@ def _clevr_dc_raw(root: Path) -> Path:
 def test_clevr_dc_categories_from_blocks(tmp_path):
     raw = _clevr_dc_raw(tmp_path / "raw")
     build_dataset(make_builder("clevr_dc", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "clevr_dc")
     ds = _load(tmp_path / "out")
     names = ds["train"].features["category"].names
     got = {r["pair_id"]: names[r["category"]] for r in ds["train"].select_columns(["pair_id", "category"])}
@@ -112,6 +115,7 @@ def test_levir_cc_karpathy_json(tmp_path):
     (raw / "images" / "train" / "A" / "train_000099.png").write_bytes(png)  # unannotated extra pair
     write_json(raw / "LevirCCcaptions.json", {"images": images})
     result = build_dataset(make_builder("levir_cc", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "levir_cc")
     assert result.report.counters["images_without_annotation"] == 1
     ds = _load(tmp_path / "out")
     row = ds["train"][0]
@@ -125,6 +129,7 @@ def test_emu_edit_parquet_copy(tmp_path):
             "test": [{"idx": i, "instruction": "make it snow", "task": t} for i, t in enumerate(["global", "text"])]}
     raw = make_emu_edit(tmp_path / "emu", rows)
     build_dataset(make_builder("emu_edit", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "emu_edit")
     ds = _load(tmp_path / "out")
     assert set(ds) == {"validation", "test"}
     row = ds["test"][1]
@@ -146,6 +151,7 @@ def test_magicbrush_parquet_copy(tmp_path):
                             "target_img": {"bytes": dark, "path": None}} for i, t in rows],
                           features=features).to_parquet(str(tmp_path / "mb" / "data" / f"{split}-00000-of-00001.parquet"))
     build_dataset(make_builder("magicbrush", tmp_path / "mb"), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "magicbrush")
     ds = _load(tmp_path / "out")
     assert set(ds) == {"train", "validation"}
     assert ds["train"]["pair_id"] == ["242679_1", "242679_2"]

@@ -9,6 +9,7 @@ from datasets import Image, List, Value, load_dataset
 from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.builders.syned import clean_paraphrase
 
+from test_dataset_facts import assert_training_defaults
 from conftest import image_bytes, make_emu_edit, make_spot_the_diff
 
 
@@ -16,6 +17,7 @@ def test_spot_the_diff_real_annotations(shared, tmp_path):
     ann = {s: json.loads((shared / "real_annotations/spot_the_diff" / f"{s}.json").read_text()) for s in ("train", "val", "test")}
     raw = make_spot_the_diff(tmp_path / "raw", ann)
     result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "spot_the_diff")
     assert dict(result.report.rows) == {"train": 8566, "validation": 1493, "test": 1270}
     assert dict(result.report.empty_captions) == {"train": 53, "validation": 6, "test": 7}
     ds = load_dataset(str(tmp_path / "out"))
@@ -49,6 +51,7 @@ def _ier_raw(shared, root: Path) -> Path:
 def test_ier_real_annotations(shared, tmp_path):
     raw = _ier_raw(shared, tmp_path / "ier")
     result = build_dataset(make_builder("ier", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "ier")
     assert dict(result.report.rows) == {"train": 3061, "validation": 383, "test": 495}
     counters = result.report.counters
     assert counters["images_without_annotation"] == 1
@@ -86,7 +89,7 @@ def test_clevr_dc_real_split_gives_the_papers_counts_and_even_action_blocks(shar
         counts[split] = {c: sum(1 for r in records if r.category == c) for c in builder.categories}
     per_block = {"train": 6800, "validation": 400, "test": 800}
     assert counts == {split: {c: n for c in builder.categories} for split, n in per_block.items()}
-    assert builder.facts()["no_change_categories"] == ["distractor"] and builder.facts()["pair_style"] == "scene"
+    assert builder.facts().no_change_categories == ("distractor",) and builder.facts().pair_style == "scene"
 
 
 def test_syned_real_files_with_emu_edit_copy(shared, tmp_path):
@@ -103,6 +106,7 @@ def test_syned_real_files_with_emu_edit_copy(shared, tmp_path):
         rows[split] = [{"idx": i, "instruction": t.strip(), "task": ["add", "remove", "text"][i % 3]} for i, t in sorted(instr.items())]
     make_emu_edit(raw / "emu_edit", rows)
     result = build_dataset(make_builder("syned", raw), tmp_path / "out", progress=False)
+    assert_training_defaults(tmp_path / "out", "syned")
     assert dict(result.report.rows) == {"train": 3050, "validation": 539, "test": 2022}
     ds = load_dataset(str(tmp_path / "out"))
     names = ds["test"].features["category"].names

@@ -9,6 +9,7 @@ from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.builders import BUILDERS
 from idc_toolkit.cards import dataset_facts
 from idc_toolkit.errors import IDCError
+from idc_toolkit.facts import DatasetFacts
 
 from conftest import make_emu_edit
 
@@ -16,8 +17,8 @@ from conftest import make_emu_edit
 def test_every_builder_declares_its_pair_style_and_categories():
     edit = {name for name, cls in BUILDERS.items() if cls.pair_style == "edit"}
     assert edit == {"ier", "emu_edit", "syned", "magicbrush"}
-    assert BUILDERS["levir_cc"](".").facts()["no_change_categories"] == ["no_change"]
-    assert BUILDERS["spot_the_diff"](".").facts()["categories"] is None
+    assert BUILDERS["levir_cc"](".").facts().no_change_categories == ("no_change",)
+    assert BUILDERS["spot_the_diff"](".").facts().categories is None
 
 
 def test_a_copy_without_build_files_keeps_the_facts_and_blip2idc_preprocessing(tmp_path):
@@ -32,19 +33,76 @@ def test_a_copy_without_build_files_keeps_the_facts_and_blip2idc_preprocessing(t
     shutil.copy(out / "README.md", hub_copy / "README.md")
     shutil.copytree(out / "data", hub_copy / "data")
     assert dataset_facts(out) == dataset_facts(hub_copy)
-    assert dataset_facts(hub_copy)["pair_style"] == "edit" and dataset_facts(hub_copy)["builder"] == "emu_edit"
+    assert dataset_facts(hub_copy).pair_style == "edit" and dataset_facts(hub_copy).builder == "emu_edit"
     cols = ["pair_id", "before", "after"]
     Blip2IDCRunner.check_dataset(cols, dataset_facts(hub_copy), {}, "copy")  # no error: the card says "edit"
     with pytest.raises(IDCError, match="records no pair style .* pass --pair-style"):
-        Blip2IDCRunner.check_dataset(cols, {}, {}, "a dataset from elsewhere")
-    Blip2IDCRunner.check_dataset(cols, {}, {"pair_style": "edit"}, "a dataset from elsewhere")
+        Blip2IDCRunner.check_dataset(cols, DatasetFacts(), {}, "a dataset from elsewhere")
+    Blip2IDCRunner.check_dataset(cols, DatasetFacts(), {"pair_style": "edit"}, "a dataset from elsewhere")
 
 
 def test_davir_refuses_entities_retrieved_by_another_strategy():
     from idc_toolkit.models.davir import DavirRunner
 
     cols = ["pair_id", "before", "after", "entities"]
-    DavirRunner.check_dataset(cols, {"entities_strategy": "davir"}, {}, "ok")
-    DavirRunner.check_dataset(cols, {}, {}, "entities of unknown origin")
+    DavirRunner.check_dataset(cols, DatasetFacts(entities_strategy="davir"), {}, "ok")
+    DavirRunner.check_dataset(cols, DatasetFacts(), {}, "entities of unknown origin")
     with pytest.raises(IDCError, match="retrieved with the 'cheer' strategy .* --strategy davir"):
-        DavirRunner.check_dataset(cols, {"entities_strategy": "cheer"}, {}, "cheer entities")
+        DavirRunner.check_dataset(cols, DatasetFacts(entities_strategy="cheer"), {}, "cheer entities")
+
+
+def test_facts_are_typed_a_misspelt_fact_is_an_error_naming_the_card(tmp_path):
+    with pytest.raises(TypeError):
+        DatasetFacts(buidler="clevr_change")  # a writer's typo fails where it is written
+    with pytest.raises(IDCError, match=r"card.md: unknown dataset fact\(s\) 'dataset'"):
+        DatasetFacts.from_card({"dataset": "clevr_change"}, "card.md")  # the key the old recipes read
+    with pytest.raises(IDCError, match="'categories' must be a list of strings"):
+        DatasetFacts.from_card({"categories": "color"}, "card.md")
+    with pytest.raises(IDCError, match="pair_style must be one of scene, edit"):
+        DatasetFacts.from_card({"pair_style": "stacked"}, "card.md")
+    facts = BUILDERS["clevr_change"](".").facts()
+    assert DatasetFacts.from_card(facts.to_card()) == facts
+    assert facts.derived("masks").derived("entities", entities_strategy="davir").derived_by == ("masks", "entities")
+
+
+#: what every recipe must resolve for each released dataset (README, "Training"): the released
+#: BLIP2IDC adapters' rank and lr; DAVIR's paper settings everywhere; IER trains on the shortest
+EXPECTED_DEFAULTS = {
+    "clevr_change": (16, 1e-4), "ier": (16, 1e-4), "syned": (32, 4e-5), "emu_edit": (8, 5e-5),
+    "clevr_dc": (8, 5e-5), "spot_the_diff": (8, 1e-4), "levir_cc": (8, 1e-4), "magicbrush": (8, 1e-4), None: (8, 1e-4),
+}
+
+
+def resolved(facts):
+    """``{model: (rank, lr, reference of ["a b c", "a"])}`` every recipe resolves for ``facts``."""
+    from idc_toolkit.models.registry import MODELS, get_recipe_class
+    from idc_toolkit.training import resolve_settings
+
+    out = {}
+    for name in MODELS:
+        cls = get_recipe_class(name)
+        s = resolve_settings(cls, facts, variant=None, base_model="x", revision=None, epochs=None, batch_size=None,
+                             grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="auto",
+                             split="train", val_split="validation", val_limit=0, gradient_checkpointing=False)
+        out[name] = (s.lora_rank, s.lr, cls(s, facts).reference(["a long one", "short"], 0, 0))
+    return out
+
+
+def assert_training_defaults(folder, builder):
+    """The settings each recipe resolves for a built folder, read back from its card."""
+    facts = dataset_facts(folder)
+    assert facts.builder == builder
+    got = resolved(facts)
+    rank, lr = EXPECTED_DEFAULTS[builder]
+    assert got["blip2idc"][:2] == (rank, lr), got
+    assert got["davir"][:2] == (4, 1e-5), got
+    if builder == "ier":
+        assert got["blip2idc"][2] == got["davir"][2] == "short"
+
+
+def test_defaults_follow_the_builder_fact_through_derived_datasets():
+    from idc_toolkit.facts import DatasetFacts
+
+    for builder, (rank, lr) in EXPECTED_DEFAULTS.items():
+        facts = DatasetFacts(builder=builder).derived("masks").derived("augment", pair_style="edit")
+        assert resolved(facts)["blip2idc"][:2] == (rank, lr), builder

@@ -206,10 +206,10 @@ def _write_card(final: Path, source: str, features, split: str, summary, cfg: Au
     from ..cards import dataset_card_data, dataset_facts, save_card
 
     totals = summary.stats
-    facts = {**dataset_facts(source), "builder": "augment"}
-    if not cfg.paraphrase_only:
-        facts["pair_style"] = "edit"
-    facts.setdefault("categories", features[CATEGORY].names if CATEGORY in features else None)
+    source_facts = dataset_facts(source)
+    facts = source_facts.derived(
+        "augment", pair_style=source_facts.pair_style if cfg.paraphrase_only else "edit",
+        categories=source_facts.categories or (tuple(features[CATEGORY].names) if CATEGORY in features else None))
     data = dataset_card_data(
         pretty_name=f"{'Paraphrased references' if cfg.paraphrase_only else 'Syned-style augmentation'} of "
                     f"{Path(str(source)).name}", license="other", features=features,

@@ -16,12 +16,10 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 from datasets import Features
 
 from ..errors import BuildError, RawFormatError
+from ..facts import DatasetFacts
 from .rawio import read_json
 from .report import BuildReport
 from ..schema import PairRecord, pair_features
-
-
-PAIR_STYLES = ("scene", "edit")
 
 
 @dataclass
@@ -99,17 +97,15 @@ class PairBuilder:
     def features(self) -> Features:
         return pair_features(self.categories, self.extra_features)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> DatasetFacts:
         """What consumers need to know about this dataset, recorded in its card's YAML so a
         local folder, a Hub copy and a dataset derived from it are treated the same."""
         from ..schema import CATEGORY, NO_CHANGE_CATEGORIES, SPLITS, category_names
 
         names = category_names(self.features()) if CATEGORY in self.features() else None
-        if self.pair_style not in PAIR_STYLES:
-            raise ValueError(f"{self.name}: pair_style must be one of {PAIR_STYLES}")
-        return {"builder": self.name, "pair_style": self.pair_style, "categories": names,
-                "no_change_categories": sorted(NO_CHANGE_CATEGORIES & set(names or ())),
-                "splits": [s for s in SPLITS if s in self.split_names()]}
+        return DatasetFacts(builder=self.name, pair_style=self.pair_style, categories=tuple(names) if names else None,
+                            no_change_categories=tuple(sorted(NO_CHANGE_CATEGORIES & set(names or ()))),
+                            splits=tuple(s for s in SPLITS if s in self.split_names()))
 
     def split_names(self) -> list[str]:
         return list(dict.fromkeys(self.split_map.values()))

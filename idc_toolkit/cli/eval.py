@@ -103,6 +103,7 @@ def make_compare_parser() -> argparse.ArgumentParser:
     p.add_argument("a", help="predictions of system A")
     p.add_argument("b", help="predictions of system B")
     p.add_argument("--out", help="folder for compare.json")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing compare.json")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples")
     _add_reference_args(p)
     return p
@@ -141,7 +142,8 @@ def run_score(args) -> dict:
 def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
-    report = compare_systems(args.a, args.b, out=args.out, bootstrap=args.bootstrap, **_reference_options(args))
+    report = compare_systems(args.a, args.b, out=args.out, bootstrap=args.bootstrap, overwrite=args.overwrite,
+                             **_reference_options(args))
     print("| metric | A (x100) | B (x100) | mean A-B (x100) | 95% interval | p-value |\n| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():
         print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {100 * v['mean_difference']:+.2f} "

@@ -25,3 +25,6 @@ class DemoClevrChange(ClevrChange):
         download="generated locally by `idc-demo`",
         source_datasets=(),
     )
+
+    def facts(self):
+        return replace(super().facts(), demo=True)

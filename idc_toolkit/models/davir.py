@@ -13,7 +13,9 @@ our reading of it, written down so a user can check it against the paper:
   between the two images."`` and the top ``--num-entities`` entities (1 by default, the paper's
   best) of the dataset's ``entities`` column (``idc-precompute entities``); the same text goes to
   the Q-Former and the LLM, as InstructBLIP does.
-* Decoding: greedy, ``max_new_tokens=77`` (as BLIP2IDC; the paper gives no value).
+* Decoding: greedy, ``max_new_tokens=77`` (as BLIP2IDC; the paper gives no value), left
+  padding for a batch (a decoder-only LLM continues the prompt's last token).
+* :class:`DavirInputs` is the one preprocessing and decoding of the runner and the recipe.
 * ``--save-attention DIR``: final-layer CLS-to-patch attention of the vision encoder (eager
   attention; SDPA returns none), head-averaged, drawn over the before and the after image,
   with the change mask's outline when the dataset has one (:func:`draw_attention`).
@@ -24,10 +26,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from ..facts import DatasetFacts
+from ..files import file_name_for, inside
+from ..training.recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
 from .base import Runner, load_pretrained, resolve_dtype
 
 PROMPT = "Describe the difference between the two images."
+MAX_NEW_TOKENS = 77
 
 
 def build_prompt(entities: list[str], n: int) -> str:
@@ -88,7 +94,7 @@ def draw_attention(before, after, maps, mask=None):
         red = Image.merge("RGB", (heat_img, Image.new("L", rgb.size, 0), Image.new("L", rgb.size, 0)))
         panel = Image.blend(rgb, red, 0.5)
         if mask is not None:
-            m_img = mask.convert("L").resize(rgb.size, Image.NEAREST)
+            m_img = _mask_image(mask).resize(rgb.size, Image.NEAREST)
             edge = np.asarray(m_img.filter(ImageFilter.FIND_EDGES)) > 0
             arr = np.asarray(panel).copy()
             arr[edge] = (0, 255, 0)
@@ -102,6 +108,60 @@ def draw_attention(before, after, maps, mask=None):
     return canvas
 
 
+def check_entities(facts: DatasetFacts, where: str) -> None:
+    made_by = facts.entities_strategy
+    if made_by not in (None, "davir"):
+        from ..errors import IDCError
+
+        raise IDCError(f"{where}: its entities were retrieved with the {made_by!r} strategy (its card says so); "
+                       "DAVIR's prompt takes DAVIR's entities: run idc-precompute entities --strategy davir")
+
+
+class DavirInputs:
+    """DAVIR's input (the entity prompt, both images on the channel axis for
+    :func:`pair_forward`) and greedy decoding, shared by the runner and the recipe."""
+
+    def __init__(self, processor, num_entities: int = 1, max_new_tokens: int = MAX_NEW_TOKENS):
+        self.processor, self.num_entities, self.max_new_tokens = processor, num_entities, max_new_tokens
+        tok = processor.tokenizer
+        if tok.pad_token is None:  # Llama / Vicuna tokenizers ship none; padded positions are masked
+            tok.pad_token = tok.unk_token or tok.eos_token
+
+    def prompts(self, rows) -> list[str]:
+        return [build_prompt(list(r.get("entities") or []), self.num_entities) for r in rows]
+
+    def pixels(self, rows):
+        import torch
+
+        ip = self.processor.image_processor
+        befores = ip([r["before"].convert("RGB") for r in rows], return_tensors="pt")["pixel_values"]
+        afters = ip([r["after"].convert("RGB") for r in rows], return_tensors="pt")["pixel_values"]
+        return torch.cat([befores, afters], dim=1)
+
+    def qformer(self, prompts: list[str]) -> dict:
+        enc = self.processor.qformer_tokenizer(prompts, padding=True, return_tensors="pt")
+        return {"qformer_input_ids": enc["input_ids"], "qformer_attention_mask": enc["attention_mask"]}
+
+    def decode(self, model, rows) -> list[str]:
+        import torch
+
+        tok = self.processor.tokenizer
+        side, tok.padding_side = tok.padding_side, "left"  # generation continues each prompt's last token
+        try:
+            enc = self.processor(images=[r["before"].convert("RGB") for r in rows], text=self.prompts(rows),
+                                 return_tensors="pt", padding=True)
+        finally:
+            tok.padding_side = side
+        enc["pixel_values"] = self.pixels(rows)
+        enc = {k: v.to(model.device) for k, v in enc.items()}
+        enc["pixel_values"] = enc["pixel_values"].to(model.dtype)
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1)
+        n = enc["input_ids"].shape[1]
+        return [t.strip() for t in self.processor.batch_decode(out[:, n:] if out.shape[1] > n else out,
+                                                               skip_special_tokens=True)]
+
+
 class DavirRunner(Runner):
     name = "davir"
     summary = "DAVIR: InstructBLIP + LoRA prompted with change entities (our reading of the paper)"
@@ -113,63 +173,162 @@ class DavirRunner(Runner):
                            help="davir: entities in the prompt (default: %(default)s, the paper's best)")
         group.add_argument("--save-attention", metavar="DIR",
                            help="davir: save final-layer CLS-to-patch attention maps over both images (Fig. 4 style)")
-        group.add_argument("--max-new-tokens", type=int, default=77, help="greedy decoding length (default: %(default)s)")
+        group.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS,
+                           help="greedy decoding length (default: %(default)s)")
 
     @classmethod
     def check_dataset(cls, columns, facts, options, where) -> None:
         super().check_dataset(columns, facts, options, where)
-        made_by = facts.get("entities_strategy")
-        if made_by not in (None, "davir"):
-            from ..errors import IDCError
+        check_entities(facts, where)
 
-            raise IDCError(f"{where}: its entities were retrieved with the {made_by!r} strategy (its card says so); "
-                           "DAVIR's prompt takes DAVIR's entities: run idc-precompute entities --strategy davir")
-
-    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
-                 revision: Optional[str] = None, max_new_tokens: int = 77, num_entities: int = 1,
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
+                 revision: Optional[str] = None, max_new_tokens: int = MAX_NEW_TOKENS, num_entities: int = 1,
                  save_attention: Optional[str] = None, **_: Any):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 
         self.device, self.dtype = device, resolve_dtype(dtype, device)
-        model, self.processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, base_model,
-                                                revision, self.dtype)
+        model, processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, base_model,
+                                           revision, self.dtype)
         if adapter:
             model = apply_adapter(model, adapter, base_model)  # LoRA names refer to the plain encoder
         self.attention_dir = Path(save_attention) if save_attention else None
         # with --save-attention the one vision pass of generation also yields the maps
         self.attention = pair_forward(model.vision_model, capture=self.attention_dir is not None)
         self.model = model.to(device).eval()
-        self.num_entities, self.max_new_tokens = num_entities, max_new_tokens
+        self.inputs = DavirInputs(processor, num_entities, max_new_tokens)
         if self.attention_dir:
             self.attention_dir.mkdir(parents=True, exist_ok=True)
         self.describe = {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": str(self.dtype),
                          "prompt": f"{PROMPT} Entity: <top {num_entities} of the entities column>",
                          "pair_input": "before and after encoded separately, tokens concatenated for the Q-Former",
-                         "generation": f"greedy, max_new_tokens={max_new_tokens}"}
+                         "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding"}
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
-        import torch
-
-        prompts = [build_prompt(list(r.get("entities") or []), self.num_entities) for r in rows]
-        befores = [r["before"].convert("RGB") for r in rows]
-        afters = [r["after"].convert("RGB") for r in rows]
-        inputs = self.processor(images=befores, text=prompts, return_tensors="pt", padding=True)
-        after_pixels = self.processor.image_processor(afters, return_tensors="pt")["pixel_values"]
-        pixel_values = torch.cat([inputs["pixel_values"], after_pixels], dim=1).to(self.device, self.dtype)
-        inputs = {k: v.to(self.device) for k, v in inputs.items() if k != "pixel_values"}
-        with torch.no_grad():
-            out = self.model.generate(pixel_values=pixel_values, **inputs, max_new_tokens=self.max_new_tokens,
-                                      do_sample=False, num_beams=1)
-        n_prompt = inputs["input_ids"].shape[1]
-        texts = self.processor.batch_decode(out[:, n_prompt:] if out.shape[1] > n_prompt else out, skip_special_tokens=True)
+        texts = self.inputs.decode(self.model, rows)
         if self.attention_dir:
             self.save_attention(rows)
-        return [t.strip() for t in texts]
+        return texts
 
     def save_attention(self, rows) -> None:
-        """Draw the maps :func:`pair_forward` captured during the batch's generation."""
+        """Draw the maps :func:`pair_forward` captured during the batch's generation; the file
+        name is made from the pair id but can never leave the folder."""
         att = self.attention.last.float().cpu().numpy()  # (B, 2, patches)
         g = int(round(att.shape[-1] ** 0.5))
         for row, pair_maps in zip(rows, att.reshape(len(att), 2, g, g)):
-            draw_attention(row["before"], row["after"], pair_maps, row.get("change_mask")).save(
-                self.attention_dir / f"{row['pair_id']}.png")
+            picture = draw_attention(row["before"], row["after"], pair_maps, row.get("change_mask"))
+            picture.save(inside(self.attention_dir, file_name_for(row["pair_id"], ".png")))
+
+
+class DavirRecipe(Recipe):
+    """DAVIR (§3, appendix): InstructBLIP, LoRA r = 4 on the ViT and Q-Former QKV and r = 8 on
+    the LLM, 20 epochs, batch 16, lr 1e-5, the entity prompt (eq. 10), loss = caption
+    cross-entropy + λ L_attn (eq. 12, λ = 0.1), L_attn = eq. 7 on the final-layer CLS-to-patch
+    attention of each image against eq. 6's soft mask of the ``change_mask`` column."""
+
+    name = "davir"
+    model_type = "instructblip"
+    base_model = "Salesforce/instructblip-vicuna-7b"
+    required = {"captions": "idc-build", "entities": "idc-precompute entities", "change_mask": "idc-precompute masks"}
+    variants = {"paper": VariantDefaults(epochs=20, batch_size=16, description="the paper's settings, our reading")}
+    dataset_defaults = {None: DatasetDefaults(4, 1e-5, "DAVIR appendix: r 4 (8 on the LLM), lr 1e-5, every dataset")}
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        from ..checks import arg_type, non_negative_float, non_negative_int, positive_int
+        from ..masks.fac import FAC_READINGS
+
+        group.add_argument("--fac-weight", type=arg_type(non_negative_float, "--fac-weight"), default=0.1,
+                           help="davir: lambda of the attention loss (eq. 12)")
+        group.add_argument("--fac-reading", default="paper", choices=list(FAC_READINGS),
+                           help="davir eq. 7: as the paper writes it, or our normalised reading (README)")
+        group.add_argument("--num-entities", type=arg_type(positive_int, "--num-entities"), default=1,
+                           help="davir: entities in the prompt")
+        group.add_argument("--attention-every", type=arg_type(non_negative_int, "--attention-every"), default=0,
+                           metavar="N", help="davir: every N steps, Fig. 4-style attention pictures in OUT/attention/")
+
+    @classmethod
+    def check(cls, facts, columns, options, where) -> None:
+        check_entities(facts, where)
+
+    def load(self, dtype):
+        from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
+
+        s, o = self.settings, self.options
+        model, processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, s.base_model,
+                                           s.revision, dtype)
+        self.inputs = DavirInputs(processor, o["num_entities"], s.max_new_tokens)
+        self.n_query = processor.num_query_tokens
+        self.image_token = model.config.image_token_index
+        vision = model.config.vision_config
+        self.grid = vision.image_size // vision.patch_size  #: patches per side: M̂'s grid
+        self.attention = pair_forward(model.vision_model, capture=o["fac_weight"] > 0 or o["attention_every"] > 0)
+        return model
+
+    def lora_config(self, model):
+        from peft import LoraConfig
+
+        s = self.settings
+        llm = ["q_proj", "k_proj", "v_proj"]
+        vision_qformer = ["qkv", "query", "key", "value"]
+        return LoraConfig(r=s.lora_rank, lora_alpha=s.lora_alpha, lora_dropout=s.lora_dropout, bias="none",
+                          target_modules=vision_qformer + llm,
+                          rank_pattern={m: 2 * s.lora_rank for m in llm},  # r = 8 on the LLM when r = 4 elsewhere
+                          alpha_pattern={m: 4 * s.lora_rank for m in llm})
+
+    def sequences(self, prompts: list[str], texts: list[str]) -> list[tuple[list[int], list[int]]]:
+        """``(prefix, target)`` per row: image slots + the tokenizer's specials + prompt, then
+        the caption cut at ``max_caption_tokens`` and EOS — whatever side the tokenizer pads."""
+        tok = self.inputs.processor.tokenizer
+        n = self.settings.max_caption_tokens
+        out = []
+        for prompt, text in zip(prompts, texts):
+            prefix = [self.image_token] * self.n_query + tok(prompt, add_special_tokens=True)["input_ids"]
+            out.append((prefix, tok(text, add_special_tokens=False)["input_ids"][:n] + [tok.eos_token_id]))
+        return out
+
+    def collate(self, rows):
+        import numpy as np
+        from PIL import Image
+
+        from ..masks.fac import soft_patch_mask
+
+        texts = [self.reference(r["captions"], r["__index"], r["__epoch"]) for r in rows]
+        prompts = self.inputs.prompts(rows)
+        ids, mask, labels = pack(self.sequences(prompts, texts), pad_id(self.inputs.processor.tokenizer))
+        batch = {"pixel_values": self.inputs.pixels(rows), "input_ids": ids, "attention_mask": mask, "labels": labels,
+                 **self.inputs.qformer(prompts)}
+        side = self.grid * 8  # masks at a common size, then pooled to the patch grid (eq. 6)
+        masks = [np.asarray(_mask_image(r["change_mask"]).resize((side, side), Image.NEAREST)) > 127
+                 if r.get("change_mask") is not None else np.zeros((side, side), dtype=bool) for r in rows]
+        batch["idc_soft_mask"] = soft_patch_mask(np.stack(masks).astype(np.float32), self.grid)
+        return batch
+
+    def extra_loss(self, model, batch):
+        from ..masks.fac import fac_loss
+
+        o = self.options
+        if o["fac_weight"] <= 0:
+            return {}
+        att = self.attention.last  # (B, 2, N) from the forward that just ran
+        g = self.grid
+        mask = batch["idc_soft_mask"].to(att.device)
+        term = fac_loss(att[:, 0].reshape(-1, g, g), att[:, 1].reshape(-1, g, g), mask, o["fac_reading"])
+        return {"attention_loss": (o["fac_weight"], term)}
+
+    def generate(self, model, rows):
+        return self.inputs.decode(model, rows)
+
+
+def _mask_image(value):
+    """A ``change_mask`` cell as a PIL image, decoded or not (a dict of bytes from a parquet row)."""
+    if isinstance(value, dict):
+        import io
+
+        from PIL import Image
+
+        return Image.open(io.BytesIO(value["bytes"])).convert("L")
+    return value.convert("L")
+
+
+RUNNER = DavirRunner
+RECIPE = DavirRecipe

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
+from ..evaluators.outputs import OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
 
 PREDICTIONS = "predictions.jsonl"
-OWNED = (PREDICTIONS, "model.json", "metrics.json", "metrics.md", "per_pair.csv", "by_category.png")
+OWNED = (PREDICTIONS, "model.json", *OUTPUT_FILES, "attention")
 
 
 class GenerationTask:
@@ -71,7 +72,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
     runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
-    fields = {"input": fp, "split": split, "limit": limit, "facts": facts, "toolkit": __version__,
+    fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
               **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options)}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False).open(overwrite)
     final = Path(out_dir) / PREDICTIONS

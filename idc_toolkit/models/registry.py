@@ -1,7 +1,9 @@
-"""The model registry of ``idc-eval --model`` and ``idc-train``: a name -> the
-:class:`~.base.Runner` subclass that loads a checkpoint, preprocesses pairs and generates
-captions. A third method is one new module in ``idc_toolkit/models/`` and one line here. Entries are import paths so that nothing heavy (torch,
-transformers) is imported until a model is asked for."""
+"""The model registry of ``idc-eval --model`` and ``idc-train``: a name -> the module that holds
+the model's :class:`~.base.Runner` (``RUNNER``) and, when it can be trained, its
+:class:`~idc_toolkit.training.recipe.Recipe` (``RECIPE``), side by side so they share one
+preprocessing and decoding. A new model is one module in ``idc_toolkit/models/`` and one line
+here. Entries are import paths, so nothing heavy (torch, transformers) is imported until a
+model is asked for."""
 
 from __future__ import annotations
 
@@ -10,14 +12,25 @@ from importlib import import_module
 from ..errors import IDCError
 
 MODELS = {
-    "blip2idc": "idc_toolkit.models.blip2idc:Blip2IDCRunner",
-    "davir": "idc_toolkit.models.davir:DavirRunner",
+    "blip2idc": "idc_toolkit.models.blip2idc",
+    "davir": "idc_toolkit.models.davir",
 }
 
 
-def get_runner_class(name: str):
+def _module(name: str):
     try:
-        module, cls = MODELS[name].split(":")
+        return import_module(MODELS[name])
     except KeyError:
         raise IDCError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}") from None
-    return getattr(import_module(module), cls)
+
+
+def get_runner_class(name: str):
+    return _module(name).RUNNER
+
+
+def get_recipe_class(name: str):
+    recipe = getattr(_module(name), "RECIPE", None)
+    if recipe is None:
+        raise IDCError(f"model {name!r} has no training recipe; idc-train trains "
+                       f"{', '.join(n for n in sorted(MODELS) if getattr(_module(n), 'RECIPE', None))}")
+    return recipe

@@ -10,14 +10,27 @@ IMAGE_SIZE = 32
 
 
 def tiny_tokenizer():
-    """A byte-level GPT-2 tokenizer built from Python objects (no tokenizer file)."""
+    """A byte-level GPT-2 tokenizer built from Python objects, configured as OPT's ships:
+    ``</s>`` (id 2) prepended as BOS and used as EOS, ``<pad>`` id 1, right padding."""
     from tokenizers import pre_tokenizers
     from transformers import GPT2Tokenizer
 
     vocab = {t: i for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])}
     for ch in pre_tokenizers.ByteLevel.alphabet():
         vocab.setdefault(ch, len(vocab))
-    return GPT2Tokenizer(vocab=vocab, merges=[], bos_token="</s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
+    return GPT2Tokenizer(vocab=vocab, merges=[], bos_token="</s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+                         add_bos_token=True, padding_side="right")
+
+
+def tiny_llama_tokenizer(padding_side: str = "left"):
+    """A character-level Llama tokenizer configured as Vicuna's (InstructBLIP-vicuna) ships:
+    ``<s>`` BOS added, no EOS added, no pad token, left padding unless told otherwise."""
+    from transformers import LlamaTokenizer
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for ch in "\u2581abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,:;!?'-()":
+        vocab.setdefault(ch, len(vocab))
+    return LlamaTokenizer(vocab=vocab, merges=[], add_bos_token=True, add_eos_token=False, padding_side=padding_side)
 
 
 def _save_seeded(model_class, config, processor, folder: Path | str, seed: int) -> Path:
@@ -92,12 +105,13 @@ def save_lora_adapter(model, folder: Path | str, targets: list[str], r: int = 8,
     return folder
 
 
-def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
-    """An InstructBLIP with a tiny ViT, Q-Former (BERT vocabulary) and Llama, with its processor."""
+def save_tiny_instructblip(folder: Path | str, seed: int = 0, padding_side: str = "left") -> Path:
+    """An InstructBLIP with a tiny ViT, Q-Former (BERT vocabulary) and Llama, with its processor;
+    the LLM's tokenizer behaves as Vicuna's (:func:`tiny_llama_tokenizer`)."""
     from transformers import (BertTokenizer, BlipImageProcessor, InstructBlipConfig, InstructBlipForConditionalGeneration,
                               InstructBlipProcessor, InstructBlipQFormerConfig, InstructBlipVisionConfig, LlamaConfig)
 
-    tok = tiny_tokenizer()
+    tok = tiny_llama_tokenizer(padding_side)
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "describe", "the", "difference", "between", "two", "images",
              "entity", ":", ",", "."] + list("abcdefghijklmnopqrstuvwxyz")
     qtok = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(words))})
@@ -111,7 +125,7 @@ def save_tiny_instructblip(folder: Path | str, seed: int = 0) -> Path:
                                                  cross_attention_frequency=1).to_dict(),
         text_config=LlamaConfig(vocab_size=len(tok) + 4, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                 num_attention_heads=4, num_key_value_heads=2, bos_token_id=tok.bos_token_id,
-                                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).to_dict(),
+                                eos_token_id=tok.eos_token_id, pad_token_id=None).to_dict(),
         num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
     return _save_seeded(InstructBlipForConditionalGeneration, cfg, proc, folder, seed)

@@ -124,7 +124,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
             if (local / "build_report.json").is_file():
                 (final / "build_report.json").write_bytes((local / "build_report.json").read_bytes())
             write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, card_section,
-                            folder.record(), dict(facts or {}))
+                            folder.record(), kind, dict(facts or {}))
 
         folder.finalise(stage)
     barrier()

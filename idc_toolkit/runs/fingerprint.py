@@ -59,11 +59,14 @@ def _hash_cache_path() -> Path:
 
 
 def file_sha256(path: Path | str) -> str:
-    """SHA-256 of a file's content, cached by (path, size, mtime) so multi-GB weights are
-    read once per change, not on every rerun."""
+    """SHA-256 of a file's content, cached so multi-GB weights are read once per change, not
+    on every rerun. The key holds what no copy can carry over: the inode and its change time
+    (``st_ctime``, set by the kernel on every write or rename, which ``cp -p``, ``rsync -a``
+    and ``tar`` cannot restore), besides path, size and mtime. A file replaced by another of
+    the same size and mtime is therefore hashed again."""
     path = Path(path).resolve()
     st = path.stat()
-    key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    key = f"{path}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
     cache_path = _hash_cache_path()
     try:
         cache = json.loads(cache_path.read_text())

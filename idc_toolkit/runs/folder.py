@@ -37,10 +37,16 @@ STATE_DIR = ".idc_run"
 RUN_FILE = "run.json"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it over: a kill leaves the old file or the new
+    one, never a torn one."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False, default=str) + "\n")
 
 
 def _article(word: str) -> str:
@@ -157,7 +163,15 @@ class RunFolder:
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
             record = self._existing_record()
-            if overwrite:
+            foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith(".") and p.name not in self.owned)
+            if foreign:  # never overwritten, never mixed with: files no run of ours wrote
+                raise RunError(f"{self.out} holds files that no {self.kind} run writes ({', '.join(foreign[:5])}"
+                               f"{', ...' if len(foreign) > 5 else ''}); choose another --out (--overwrite never removes them)")
+            if record is None and any((self.out / n).exists() for n in self.owned):
+                present = [n for n in self.owned if (self.out / n).exists()]
+                raise RunError(f"{self.out} holds {', '.join(present)} without the record of an idc-toolkit run; "
+                               "choose another --out (--overwrite only replaces what a run of ours wrote)")
+            if overwrite and record is not None:
                 others = self._other_jobs()
                 if others:
                     raise RunError(f"cannot --overwrite {self.out}: in use by {others[0]}")
@@ -169,12 +183,6 @@ class RunFolder:
                 what = record.get("kind", "another run")
                 raise RunError(f"{self.out} holds {_article(what)} {what} run with other settings ({shown or 'fingerprint differs'}); "
                                "pass --overwrite to replace it, or choose another --out")
-            elif record is None:
-                foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith("."))
-                if foreign:
-                    raise RunError(f"{self.out} already holds files that are not an idc-toolkit run ({', '.join(foreign[:5])}); "
-                                   "choose another --out, or pass --overwrite to replace "
-                                   f"{', '.join(n for n in self.owned if (self.out / n).exists()) or 'them'}")
             if record is not None and record.get("complete"):
                 self.state, self.complete = record, True
             if not self.complete:

@@ -1,12 +1,15 @@
-"""``transformers.TrainerCallback``s of ``idc-train``: validation by our scorer, attention pictures."""
+"""``transformers.TrainerCallback``s of ``idc-train``: validation, the step log, attention pictures."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from transformers import TrainerCallback
+
+from ..files import file_name_for, inside
+from ..runs.folder import write_json_atomic, write_text_atomic
 
 
 def _batches(rows, size: int):
@@ -14,56 +17,126 @@ def _batches(rows, size: int):
         yield [rows[i] for i in range(start, min(len(rows), start + size))]
 
 
-class EpochValidation(TrainerCallback):
-    """After every epoch: caption the validation split, score it with the toolkit's exact
-    scorer (CIDEr overall and per category), append a row to ``epochs.json`` / ``epochs.md``,
-    and save the adapter to ``RUN_DIR/adapter`` when its CIDEr is the best so far. The table
-    is on disk, so a resumed run keeps the epochs it already validated."""
+def _epoch_ended(state) -> bool:
+    return state.epoch is not None and abs(state.epoch - round(state.epoch)) < 1e-6 and round(state.epoch) > 0
 
-    def __init__(self, recipe, rows, dataset: str, split: Optional[str], out: Path, limit: int = 0):
-        self.recipe, self.rows, self.dataset, self.split, self.out, self.limit = recipe, rows, dataset, split, out, limit
+
+class EpochValidation(TrainerCallback):
+    """At the last optimizer step of every epoch — before the Trainer writes that step's
+    checkpoint, so a kill during validation redoes the epoch — validate: caption the split with
+    the model's own decoding and score it with the toolkit's scorer (CIDEr overall and per
+    category), or, with ``select_by="loss"`` (BLIP2IDC as released), take the mean validation
+    loss. The row goes to ``epochs.json`` / ``epochs.md``; the adapter is kept in
+    ``RUN_DIR/adapter`` when it is the best so far; ``patience`` epochs without improvement stop
+    the run."""
+
+    def __init__(self, recipe, rows, dataset: str, settings, out: Path):
+        self.recipe, self.rows, self.dataset, self.settings, self.out = recipe, rows, dataset, settings, out
         path = out / "epochs.json"
         self.table: list[dict[str, Any]] = json.loads(path.read_text()) if path.is_file() else []
 
-    def on_epoch_end(self, args, state, control, model=None, **kwargs):
-        if self.rows is None or model is None or not state.is_world_process_zero:
-            return  # under torchrun, rank 0 validates and keeps the adapter
+    def _rows(self):
+        limit = self.settings.val_limit
+        return self.rows if not limit else self.rows.select(range(min(limit, len(self.rows))))
+
+    def _cider(self, model, batch_size: int) -> dict[str, Any]:
         from ..evaluators.scoring import evaluate
 
-        rows = self.rows if not self.limit else self.rows.select(range(min(self.limit, len(self.rows))))
-        was_training = model.training
-        model.eval()
         preds: dict[str, str] = {}
-        for batch in _batches(rows, args.per_device_train_batch_size):
+        for batch in _batches(self._rows(), batch_size):
             for row, caption in zip(batch, self.recipe.generate(model, batch)):
                 preds[row["pair_id"]] = caption
+        metrics = evaluate(preds, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
+                           allow_missing=bool(self.settings.val_limit)).metrics
+        return {"CIDEr": 100 * metrics["overall"]["CIDEr"],
+                **{f"CIDEr/{c}": 100 * v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
+
+    def _loss(self, model, batch_size: int) -> dict[str, Any]:
+        import torch
+
+        from .recipe import caption_loss_sum
+
+        rows, losses = self._rows(), []
+        for start in range(0, len(rows) - batch_size + 1, batch_size):  # drop_last, as the released loader
+            batch = self.recipe.collate([{**rows[i], "__index": i, "__epoch": 0} for i in range(start, start + batch_size)])
+            labels = batch.pop("labels")
+            inputs = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_")}
+            with torch.no_grad():
+                total, count = caption_loss_sum(model(**inputs).logits, labels)
+            losses.append(float(total) / max(count, 1))
+        return {"val_loss": sum(losses) / len(losses) if losses else float("nan")}
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.rows is None or model is None or not _epoch_ended(state):
+            return
+        epoch = round(state.epoch)
+        if any(r["epoch"] == epoch for r in self.table):
+            return
+        by_loss = self.settings.select_by == "loss"
+        was_training = model.training
+        model.eval()
+        scores = self._loss(model, args.per_device_train_batch_size) if by_loss else self._cider(
+            model, args.per_device_train_batch_size)
         if was_training:
             model.train()
-        metrics = evaluate(preds, dataset=str(self.dataset), split=self.split, metrics=["CIDEr"],
-                           allow_missing=bool(self.limit)).metrics
-        entry = {"epoch": round(state.epoch or 0, 3), "step": state.global_step,
-                 "loss": next((h["loss"] for h in reversed(state.log_history) if "loss" in h), None),
-                 "CIDEr": metrics["overall"]["CIDEr"],
-                 **{f"CIDEr/{c}": v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
-        best = max((r["CIDEr"] for r in self.table), default=None)
-        self.table.append(entry)
-        if best is None or entry["CIDEr"] > best:
-            from .train import _save_adapter
+        key = "val_loss" if by_loss else "CIDEr"
+        entry = {"epoch": epoch, "step": state.global_step, **scores}
+        previous = [r[key] for r in self.table]
+        best = (min if by_loss else max)(previous, default=None)
+        improved = best is None or (entry[key] < best if by_loss else entry[key] > best)
+        if state.is_world_process_zero:
+            if improved:
+                from .train import save_adapter
 
-            _save_adapter(model, self.out / "adapter", self.recipe.settings.base_model)
-            entry["kept"] = True
-        (self.out / "epochs.json").write_text(json.dumps(self.table, indent=2) + "\n")
-        cols = list(dict.fromkeys(k for r in self.table for k in r))
-        lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-        lines += ["| " + " | ".join("" if r.get(c) is None else (f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]))
-                                    for c in cols) + " |" for r in self.table]
-        (self.out / "epochs.md").write_text("\n".join(lines) + "\n")
+                save_adapter(model, self.out / "adapter", self.settings.base_model)
+        entry["kept"] = improved
+        self.table.append(entry)
+        if state.is_world_process_zero:
+            write_json_atomic(self.out / "epochs.json", self.table)
+            write_text_atomic(self.out / "epochs.md", epochs_markdown(self.table))
+        patience = self.settings.patience
+        if patience and len(self.table) > patience and not any(r["kept"] for r in self.table[-patience:]):
+            control.should_training_stop = True
+
+
+def epochs_markdown(table: list[dict[str, Any]]) -> str:
+    """The per-epoch table; CIDEr ×100 as in ``metrics.md``."""
+    cols = list(dict.fromkeys(k for r in table for k in r))
+    lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
+    lines += ["| " + " | ".join("" if r.get(c) is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
+                                for c in cols) + " |" for r in table]
+    return "\n".join(lines) + "\n\nCIDEr x100 (validation, the toolkit's scorer).\n"
+
+
+class StepLog(TrainerCallback):
+    """``steps.jsonl``: one line per optimizer step with ``step``, ``epoch``, ``loss`` (mean per
+    target token of the step, extra terms included), ``lr``, ``grad_norm`` and every loss term
+    (``caption_loss``, and DAVIR's ``attention_loss``) on its own."""
+
+    def __init__(self, path: Path):
+        self.path, self.terms = path, {}
+
+    def add(self, terms: dict[str, Any]) -> None:
+        for name, value in terms.items():
+            self.terms[name] = self.terms.get(name, 0.0) + float(value)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs:
+            return
+        terms, self.terms = self.terms, {}
+        if not state.is_world_process_zero:
+            return
+        row = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "loss": terms.pop("loss", logs["loss"]),
+               "lr": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm"), **terms}
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
 
 
 class AttentionPictures(TrainerCallback):
     """Every ``every`` steps, DAVIR Fig. 4-style pictures (final-layer attention over the
     before and after image, change mask outlined) of the first two pairs, so a user can watch
-    the FAC loss pull the attention onto the change."""
+    the FAC loss pull the attention onto the change. File names made from pair ids never leave
+    ``RUN_DIR/attention``."""
 
     def __init__(self, recipe, rows, out: Path, every: int):
         self.recipe, self.rows, self.every = recipe, rows, every
@@ -78,7 +151,7 @@ class AttentionPictures(TrainerCallback):
 
         rows = [{**self.rows[i], "__index": i, "__epoch": 0} for i in range(min(2, len(self.rows)))]
         batch = self.recipe.collate(rows)
-        batch = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_")}
+        batch = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_") and k != "labels"}
         was_training = model.training
         model.eval()
         with torch.no_grad():
@@ -90,4 +163,4 @@ class AttentionPictures(TrainerCallback):
         self.folder.mkdir(parents=True, exist_ok=True)
         for row, maps in zip(rows, att):
             picture = draw_attention(row["before"], row["after"], maps.reshape(2, g, g), row.get("change_mask"))
-            picture.save(self.folder / f"step-{state.global_step:06d}_{row['pair_id']}.png")
+            picture.save(inside(self.folder, file_name_for(f"step-{state.global_step:06d}_{row['pair_id']}", ".png")))

@@ -1,40 +1,48 @@
-"""``idc-train``: fine-tune BLIP2IDC or DAVIR with LoRA on a dataset in the toolkit's schema.
+"""``idc-train``: fine-tune a registered model's recipe with LoRA on a dataset in the toolkit's schema.
 
-Built on ``transformers.Trainer`` and ``peft``: mixed precision and gradient checkpointing on a
-GPU, gradient accumulation, ranks under ``torchrun`` / ``accelerate launch``, TensorBoard when
-installed (``--report-to``), checkpoints the run resumes from. What the toolkit adds:
+Built on ``transformers.Trainer`` and ``peft``: mixed precision on a GPU, gradient
+checkpointing, gradient accumulation, ranks under ``torchrun`` / ``accelerate launch``,
+TensorBoard / W&B through ``report_to``, checkpoints the run resumes from, any other
+``TrainingArguments`` field through ``trainer_args``. What the toolkit adds:
 
-* a run folder with the run engine's rule: ``train_config.json`` holds every resolved setting
-  and the dataset's and base model's fingerprints; a rerun with the same settings resumes from
-  the last checkpoint (or says the run is complete), with other settings it is refused naming
-  each difference unless ``--overwrite``;
-* checks before any model is loaded: an empty split, a dataset without the columns the recipe
-  needs (and which ``idc-precompute`` pass makes them), a base model of the wrong kind, a
-  LoRA rank of 0;
-* validation after every epoch by generating captions and scoring them with the toolkit's own
-  scorer (CIDEr, per category); the best adapter is kept in ``RUN_DIR/adapter`` (a peft folder
-  that ``idc-eval --model <same> --adapter RUN_DIR/adapter`` loads as it is) and the per-epoch
-  table in ``epochs.json`` / ``epochs.md``;
-* ``--attention-every N`` (DAVIR): every N steps, Fig. 4-style pictures of the final-layer
-  attention over the before and after image with the change mask's outline, in
-  ``RUN_DIR/attention/``.
+* the run engine's folder rule (:class:`~idc_toolkit.runs.RunFolder`): a fingerprint of every
+  resolved setting and of the dataset's and base model's content; the same command resumes,
+  other settings are refused naming each difference unless ``--overwrite``; a folder holding
+  files no run of ours wrote is refused; a lock keeps two runs out of one folder; every JSON
+  and Markdown file is written atomically;
+* per-dataset defaults from the dataset's typed facts (:class:`~idc_toolkit.facts.DatasetFacts`)
+  and checks before any model is loaded;
+* the caption loss summed over target tokens and divided by the target tokens of the whole
+  optimizer step, so ``--grad-accum N`` trains and logs exactly what one batch N times as
+  large would (the Trainer's default divides per micro-batch);
+* validation at the end of every epoch *before* that epoch's checkpoint is written: a kill
+  during validation resumes from the previous checkpoint and redoes the epoch, so
+  ``epochs.json`` and the kept adapter equal an uninterrupted run's;
+* ``steps.jsonl``: one line per optimizer step (step, epoch, loss per target token, lr,
+  grad_norm, and each extra loss term of the recipe).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..cards import dataset_facts
+from ..checks import non_negative_int, optional, positive_float, positive_int
 from ..errors import IDCError
-from .recipes import Settings, get_recipe
+from ..facts import DatasetFacts
+from .recipe import Recipe, Settings
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "train_config.json"
+STEPS_FILE = "steps.jsonl"
+EPOCHS_FILE = "epochs.json"
+#: everything a training run writes into its folder (what --overwrite may remove)
+OWNED = ("adapter", "checkpoints", CONFIG_FILE, EPOCHS_FILE, "epochs.md", STEPS_FILE, "attention", "logs")
 
 
 @dataclass
@@ -43,7 +51,8 @@ class TrainResult:
     adapter: Path
     epochs: list[dict[str, Any]] = field(default_factory=list)
     already_done: bool = False
-    losses: list[float] = field(default_factory=list)  #: the training loss of every logged step
+    losses: list[float] = field(default_factory=list)  #: the training loss of every optimizer step
+    settings: Optional[Settings] = None
 
 
 def _base_model_type(base_model: str, revision: Optional[str]) -> str:
@@ -68,31 +77,64 @@ def _open_split(dataset: str, split: str):
         raise IDCError(f"{dataset}: cannot load split {split!r}: {exc}") from None
 
 
-def check_inputs(recipe_cls, dataset: str, facts: dict[str, Any], split: str, val_split: Optional[str],
-                 base_model: str, revision: Optional[str], lora_rank: int) -> tuple[Any, Any]:
+def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: Settings) -> tuple[Any, Any]:
     """Every check that needs no model: one-line errors naming the cause and the fix."""
-    if lora_rank <= 0:
-        raise IDCError(f"--lora-rank {lora_rank}: a LoRA rank must be at least 1")
-    ds = _open_split(dataset, split)
+    ds = _open_split(dataset, settings.split)
     if len(ds) == 0:
-        raise IDCError(f"{dataset}: split {split!r} is empty; nothing to train on")
+        raise IDCError(f"{dataset}: split {settings.split!r} is empty; nothing to train on")
     for column, made_by in recipe_cls.required.items():
         if column not in ds.column_names:
-            raise IDCError(f"{dataset} [{split}] has no {column!r} column, which {recipe_cls.name} trains on: run {made_by} first")
-    if recipe_cls.name == "davir" and facts.get("entities_strategy") not in (None, "davir"):
-        raise IDCError(f"{dataset}: its entities were retrieved with the {facts['entities_strategy']!r} strategy; DAVIR "
-                       "trains on DAVIR's: run idc-precompute entities --strategy davir")
-    model_type = _base_model_type(base_model, revision)
+            raise IDCError(f"{dataset} [{settings.split}] has no {column!r} column, which {recipe_cls.name} trains on: "
+                           f"run {made_by} first")
+    recipe_cls.check(facts, ds.column_names, settings.options, f"{dataset} [{settings.split}]")
+    model_type = _base_model_type(settings.base_model, settings.revision)
     if model_type != recipe_cls.model_type:
-        raise IDCError(f"--base-model {base_model} is a {model_type or 'unknown'} model; {recipe_cls.name} trains a "
-                       f"{recipe_cls.model_type} model")
+        raise IDCError(f"--base-model {settings.base_model} is a {model_type or 'unknown'} model; {recipe_cls.name} "
+                       f"trains a {recipe_cls.model_type} model")
     val = None
-    if val_split:
+    if settings.val_split:
         try:
-            val = _open_split(dataset, val_split)
+            val = _open_split(dataset, settings.val_split)
         except IDCError:
-            log.warning("no %r split: no validation, the last adapter is kept", val_split)
+            log.warning("no %r split: no validation, the last adapter is kept", settings.val_split)
     return ds, val
+
+
+def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, *, variant: Optional[str], base_model: Optional[str],
+                     revision: Optional[str], epochs: Optional[float], batch_size: Optional[int], grad_accum: int,
+                     lr: Optional[float], lora_rank: Optional[int], max_steps: int, save_steps: Optional[int], seed: int,
+                     dtype: str, split: str, val_split: Optional[str], val_limit: int, gradient_checkpointing: bool,
+                     options: Optional[dict[str, Any]] = None,
+                     trainer_args: Optional[dict[str, Any]] = None) -> Settings:
+    """Every setting of a run: what was given, else the variant's and the dataset's defaults
+    (``defaults_source`` says where the rank and lr came from). Values are range-checked
+    here, so the CLI and the Python API refuse the same things."""
+    variant = variant or next(iter(recipe_cls.variants))
+    if variant not in recipe_cls.variants:
+        raise IDCError(f"--variant {variant!r}: {recipe_cls.name} has {', '.join(recipe_cls.variants)}")
+    v = recipe_cls.variants[variant]
+    d = recipe_cls.defaults_for(facts)
+    rank = d.lora_rank if lora_rank is None else positive_int("--lora-rank", lora_rank)
+    given_options = dict(options or {})
+    known = recipe_cls.option_defaults()
+    unknown = sorted(set(given_options) - set(known))
+    if unknown:
+        raise IDCError(f"{recipe_cls.name} has no option(s) {', '.join(unknown)}; its own: {', '.join(known) or 'none'}")
+    return Settings(
+        model=recipe_cls.name, variant=variant, base_model=base_model or recipe_cls.base_model,
+        revision=revision if base_model else (revision or recipe_cls.revision),
+        epochs=v.epochs if epochs is None else positive_float("--epochs", epochs),
+        batch_size=v.batch_size if batch_size is None else positive_int("--batch-size", batch_size),
+        grad_accum=positive_int("--grad-accum", grad_accum), lr=d.lr if lr is None else positive_float("--lr", lr),
+        lr_schedule=v.lr_schedule, weight_decay=v.weight_decay, max_grad_norm=v.max_grad_norm,
+        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.05, max_caption_tokens=v.max_caption_tokens,
+        max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by, patience=v.patience,
+        max_steps=-1 if max_steps in (-1, None) else positive_int("--max-steps", max_steps),
+        save_steps=optional(positive_int, "--save-steps", save_steps), seed=non_negative_int("--seed", seed),
+        dtype=dtype, split=split, val_split=val_split or None, val_limit=non_negative_int("--val-limit", val_limit),
+        gradient_checkpointing=bool(gradient_checkpointing),
+        defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
+        options={**known, **given_options}, trainer_args=dict(trainer_args or {}))
 
 
 class _Rows:
@@ -112,102 +154,123 @@ class _Rows:
         self.epoch = int(epoch)
 
 
-def _fingerprint(settings: Settings, dataset: str, base_model: str) -> dict[str, Any]:
+def run_fields(settings: Settings, dataset: str) -> dict[str, Any]:
+    """What a run's adapter depends on: every setting and the content of the data and base."""
+    from .. import __version__
     from ..runs.fingerprint import path_content
 
-    return {**asdict(settings), "dataset_content": path_content(dataset), "base_model_content": path_content(base_model)}
-
-
-def _open_run(out: Path, fields: dict[str, Any], overwrite: bool) -> Optional[dict[str, Any]]:
-    """The run engine's rule for a training folder; returns the finished record, if any."""
-    from ..runs.fingerprint import differences
-
-    config = out / CONFIG_FILE
-    if config.is_file() and not overwrite:
-        old = json.loads(config.read_text())
-        changed = differences(old.get("fingerprint", {}), fields)
-        if changed:
-            raise IDCError(f"{out} holds a training run with other settings ({'; '.join(changed)}); "
-                           "pass --overwrite to replace it, or choose another --out")
-        return old if old.get("complete") else None
-    if overwrite and out.exists():
-        shutil.rmtree(out)
-    return None
+    return {**asdict(settings), "dataset_content": path_content(dataset), "base_model_content": path_content(settings.base_model),
+            "toolkit": __version__}
 
 
 def train(model: str, dataset: str, out: str | Path, *, split: str = "train", val_split: Optional[str] = "validation",
-          base_model: Optional[str] = None, revision: Optional[str] = None, epochs: Optional[float] = None,
-          batch_size: Optional[int] = None, grad_accum: int = 1, lr: Optional[float] = None,
-          lora_rank: Optional[int] = None, fac_weight: Optional[float] = None, fac_reading: str = "paper",
-          max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0, device: str = "auto",
-          dtype: str = "auto", pair_style: Optional[str] = None, num_entities: int = 1, val_limit: int = 0,
-          attention_every: int = 0, report_to: str = "auto", overwrite: bool = False, progress: bool = True,
-          callbacks: tuple = ()) -> TrainResult:
-    """Train ``model``'s recipe on ``dataset`` into ``out`` (see the module docstring)."""
+          variant: Optional[str] = None, base_model: Optional[str] = None, revision: Optional[str] = None,
+          epochs: Optional[float] = None, batch_size: Optional[int] = None, grad_accum: int = 1, lr: Optional[float] = None,
+          lora_rank: Optional[int] = None, max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0,
+          device: str = "auto", dtype: str = "auto", val_limit: int = 0, gradient_checkpointing: bool = False,
+          options: Optional[dict[str, Any]] = None, trainer_args: Optional[dict[str, Any]] = None,
+          report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = ()) -> TrainResult:
+    """Train ``model``'s recipe on ``dataset`` into ``out`` (see the module docstring).
+    ``options`` are the recipe's own (``fac_weight``, ``pair_style``, ...)."""
+    from ..cards import dataset_facts
     from ..devices import resolve_device
-    from ..masks.fac import FAC_READINGS
+    from ..models.registry import get_recipe_class
+    from ..runs import RunFolder
+    from ..runs.folder import write_json_atomic
+    from ..runs.ranks import dist_info
 
-    recipe_cls = get_recipe(model)
-    if fac_reading not in FAC_READINGS:
-        raise IDCError(f"unknown --fac-reading {fac_reading!r}; choose {', '.join(FAC_READINGS)}")
+    recipe_cls = get_recipe_class(model)
     out = Path(out)
-    facts = dataset_facts(dataset)  # some defaults depend on the dataset (BLIP2IDC's rank on CLEVR-Change)
-    d = recipe_cls.resolve(facts)
-    rank = d["lora_rank"] if lora_rank is None else lora_rank
-    settings = Settings(
-        model=model, base_model=base_model or d["base_model"], revision=revision if base_model else (revision or d.get("revision")),
-        epochs=d["epochs"] if epochs is None else epochs, batch_size=batch_size or d["batch_size"], grad_accum=grad_accum,
-        lr=d["lr"] if lr is None else lr, lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.05,
-        max_caption_tokens=d["max_caption_tokens"], fac_weight=d.get("fac_weight", 0.0) if fac_weight is None else fac_weight,
-        fac_reading=fac_reading, max_steps=max_steps, seed=seed, dtype=dtype, pair_style=pair_style,
-        num_entities=num_entities, split=split, val_split=val_split, val_limit=val_limit, attention_every=attention_every)
-    train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, split, val_split, settings.base_model,
-                                        settings.revision, settings.lora_rank)
-    fields = _fingerprint(settings, dataset, settings.base_model)
-    done = _open_run(out, fields, overwrite)
-    if done is not None:
-        return TrainResult(out, out / "adapter", done.get("epochs", []), already_done=True)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG_FILE).write_text(json.dumps(_record(fields, complete=False), indent=2) + "\n")
+    facts = dataset_facts(dataset)
+    settings = resolve_settings(recipe_cls, facts, variant=variant, base_model=base_model, revision=revision,
+                                epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, lr=lr, lora_rank=lora_rank,
+                                max_steps=max_steps, save_steps=save_steps, seed=seed, dtype=dtype, split=split,
+                                val_split=val_split, val_limit=val_limit, gradient_checkpointing=gradient_checkpointing,
+                                options=options, trainer_args=trainer_args)
+    train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings)
+    if (out / "adapter").exists() and not (out / "adapter").is_dir():
+        raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
+    fields = run_fields(settings, dataset)
+    folder = RunFolder(out, f"idc-train {model}", fields, owned=OWNED, card_record=False).open(overwrite)
+    if folder.complete:
+        return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
     device = resolve_device(device)
+    rank = dist_info()[0]
 
     import torch
     from peft import get_peft_model
-    from transformers import TrainingArguments
 
-    from .callbacks import AttentionPictures, EpochValidation
+    from .callbacks import AttentionPictures, EpochValidation, StepLog
 
     torch.manual_seed(seed)
     recipe = recipe_cls(settings, facts)
-    base = recipe.load()
+    base = recipe.load(load_dtype(settings.dtype, device))
     net = get_peft_model(base, recipe.lora_config(base))
-    on_gpu = device.startswith("cuda")
-    steps_per_epoch = max(1, -(-len(train_rows) // (settings.batch_size * grad_accum)))
-    args = TrainingArguments(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=grad_accum, learning_rate=settings.lr, num_train_epochs=settings.epochs,
-        max_steps=max_steps, seed=seed, data_seed=seed, save_strategy="steps", save_steps=save_steps or steps_per_epoch,
-        save_total_limit=2, logging_steps=1, report_to=_report_to(report_to), remove_unused_columns=False,
-        dataloader_num_workers=0, use_cpu=not on_gpu, bf16=on_gpu and torch.cuda.is_bf16_supported() and dtype != "float32",
-        fp16=on_gpu and not torch.cuda.is_bf16_supported() and dtype != "float32",
-        activation_checkpointing=on_gpu, disable_tqdm=not progress, optim="adamw_torch")
-    validation = EpochValidation(recipe, val_rows, dataset, val_split, out, val_limit)
-    extra = [validation] + ([AttentionPictures(recipe, val_rows or train_rows, out, attention_every)]
-                            if attention_every > 0 and recipe_cls.name == "davir" else [])
+    if settings.gradient_checkpointing:
+        net.enable_input_require_grads()
+    args = training_arguments(settings, out, device, report_to, progress)
+    last = last_complete_checkpoint(out / "checkpoints")
+    done_step = _checkpoint_step(last)
+    if rank == 0:
+        _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
+    validation = EpochValidation(recipe, val_rows, dataset, settings, out)
+    steps = StepLog(out / STEPS_FILE)
+    extra = [validation, steps]
+    if int(settings.options.get("attention_every") or 0) > 0:
+        extra.append(AttentionPictures(recipe, val_rows or train_rows, out, int(settings.options["attention_every"])))
     trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                callbacks=extra + list(callbacks))
-    trainer.recipe = recipe
-    last = last_complete_checkpoint(out / "checkpoints")
+    trainer.recipe, trainer.step_log = recipe, steps
     if last:
         log.info("resuming from %s", last)
     outcome = trainer.train(resume_from_checkpoint=last)
-    if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
-        _save_adapter(net, out / "adapter", settings.base_model)
-    record = _record(fields, complete=True, epochs=validation.table)
-    record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
-    (out / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return TrainResult(out, out / "adapter", validation.table, losses=losses)
+    if rank == 0:
+        if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
+            save_adapter(net, out / "adapter", settings.base_model)
+        record = _record(fields, complete=True, epochs=validation.table)
+        record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
+        folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
+    losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
+    return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
+
+
+def load_dtype(dtype: str, device: str):
+    """The dtype the frozen base is loaded in: ``auto`` is bf16 on a GPU that has it (a 7B base
+    in fp32 needs ~28 GB for weights alone), fp16 on an older GPU, fp32 on CPU. LoRA weights
+    are trained in fp32 either way (peft's autocast_adapter_dtype)."""
+    from ..models.base import resolve_dtype
+
+    return resolve_dtype(dtype, device)
+
+
+def training_arguments(s: Settings, out: Path, device: str, report_to: str, progress: bool):
+    """``TrainingArguments`` of a run; ``s.trainer_args`` are applied last and validated by
+    transformers itself (an unknown field is an error naming it)."""
+    import dataclasses
+
+    import torch
+    from transformers import TrainingArguments
+
+    on_gpu = device.startswith("cuda")
+    bf16 = on_gpu and torch.cuda.is_bf16_supported() and s.dtype != "float32"
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(out / "checkpoints"), per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum,
+        learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=s.max_steps, seed=s.seed, data_seed=s.seed,
+        lr_scheduler_type=s.lr_schedule, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
+        warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
+        save_total_limit=2, logging_steps=1, logging_dir=str(out / "logs"), report_to=_report_to(report_to),
+        remove_unused_columns=False, dataloader_num_workers=0, use_cpu=not on_gpu, bf16=bf16,
+        fp16=on_gpu and not bf16 and s.dtype != "float32", gradient_checkpointing=s.gradient_checkpointing,
+        disable_tqdm=not progress, optim="adamw_torch", dataloader_drop_last=s.variant == "released")
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    unknown = sorted(set(s.trainer_args) - names)
+    if unknown:
+        raise IDCError(f"--trainer-arg {unknown[0]}: not a TrainingArguments field")
+    kwargs.update(s.trainer_args)
+    try:
+        return TrainingArguments(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise IDCError(f"TrainingArguments refused the settings: {exc}") from None
 
 
 def last_complete_checkpoint(folder: Path) -> Optional[str]:
@@ -225,18 +288,54 @@ def last_complete_checkpoint(folder: Path) -> Optional[str]:
     return None
 
 
+def _checkpoint_step(checkpoint: Optional[str]) -> int:
+    if checkpoint is None:
+        return 0
+    return int(json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("global_step", 0))
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return default
+
+
+def _read_steps(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:  # a line a kill cut short
+            continue
+    return rows
+
+
+def _truncate_logs(out: Path, step: int) -> None:
+    """Keep only what was logged up to the checkpoint the run resumes from (``step``)."""
+    from ..runs.folder import write_json_atomic, write_text_atomic
+
+    table = [r for r in _read_json(out / EPOCHS_FILE, []) if r.get("step", 0) <= step]
+    if (out / EPOCHS_FILE).exists():
+        write_json_atomic(out / EPOCHS_FILE, table)
+    if (out / STEPS_FILE).exists():
+        kept = [r for r in _read_steps(out / STEPS_FILE) if r.get("step", 0) <= step]
+        write_text_atomic(out / STEPS_FILE, "".join(json.dumps(r) + "\n" for r in kept))
+
+
 def _record(fields: dict[str, Any], complete: bool, epochs: Optional[list] = None) -> dict[str, Any]:
     import platform
+    from importlib import metadata
 
     from .. import __version__
 
     versions = {"idc_toolkit": __version__, "python": platform.python_version()}
     for name in ("torch", "transformers", "peft", "accelerate", "datasets"):
         try:
-            from importlib import metadata
-
             versions[name] = metadata.version(name)
-        except Exception:
+        except metadata.PackageNotFoundError:
             versions[name] = None
     return {"fingerprint": fields, "versions": versions, "complete": complete, "epochs": epochs or []}
 
@@ -251,28 +350,70 @@ def _report_to(value: str) -> list[str]:
     return [] if value == "none" else [v for v in value.split(",") if v]
 
 
-def _save_adapter(net, folder: Path, base_model: str) -> None:
-    net.save_pretrained(str(folder))
-    cfg_path = folder / "adapter_config.json"
+def save_adapter(net, folder: Path, base_model: str) -> None:
+    """Save the adapter atomically: written beside, then moved over the previous one, so a
+    kill leaves either the old adapter or the new one, never half of each."""
+    tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    net.save_pretrained(str(tmp))
+    cfg_path = tmp / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["base_model_name_or_path"] = base_model
     cfg_path.write_text(json.dumps(cfg, indent=2))
+    old = folder.with_name(folder.name + ".old")
+    if folder.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        folder.rename(old)
+    tmp.rename(folder)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def _trainer_class():
     from transformers import Trainer
 
+    from .recipe import caption_loss_sum
+
     class IDCTrainer(Trainer):
-        """``Trainer`` whose loss is the caption cross-entropy plus the recipe's extra terms
-        (DAVIR's λ L_attn); batch keys starting with ``idc_`` are the recipe's, not the model's."""
+        """``Trainer`` whose loss is the caption cross-entropy summed over target tokens and
+        divided by the target tokens of the whole optimizer step (``num_items_in_batch``), plus
+        the recipe's extra terms weighted by the micro-batch's share of the step; batch keys
+        starting with ``idc_`` are the recipe's, not the model's."""
+
+        loss_is_scaled_for_ga = True
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.model_accepts_loss_kwargs = True  # so the Trainer counts the step's target tokens
+            self._loss_shifts_labels = True  # caption_loss_sum predicts label t + 1 at position t
+
+        def _get_train_sampler(self, *args, **kwargs):
+            if not self.recipe.shuffle():
+                from torch.utils.data import SequentialSampler
+
+                return SequentialSampler(self.train_dataset)
+            return super()._get_train_sampler(*args, **kwargs)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             extras = {k: inputs.pop(k) for k in list(inputs) if k.startswith("idc_")}
+            labels = inputs.pop("labels")
             outputs = model(**inputs)
-            loss = outputs.loss
-            extra = self.recipe.extra_loss(model, extras)
-            if extra is not None:
-                loss = loss + extra
+            total, count = caption_loss_sum(outputs.logits, labels)
+            accum = max(1, getattr(self, "current_gradient_accumulation_steps", 1))
+            denominator = float(num_items_in_batch) if num_items_in_batch is not None else float(max(count, 1) * accum)
+            loss = total / max(denominator, 1.0)
+            terms = {"caption_loss": loss.detach()}
+            for name, (weight, term) in self.recipe.extra_loss(model, extras).items():
+                share = term / accum  # a mean over the micro-batch's pairs: each micro-batch weighs 1/N of the step
+                loss = loss + weight * share
+                terms[name] = share.detach()
+            if model.training:
+                self.step_log.add({"loss": loss.detach(), **terms})
+            if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+                loss = loss * self.accelerator.num_processes  # DDP averages gradients over ranks
             return (loss, outputs) if return_outputs else loss
 
     return IDCTrainer
+

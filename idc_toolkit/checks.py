@@ -1,0 +1,80 @@
+"""Range checks of settings, shared by the command lines (as argparse types) and the Python API.
+
+A value that would make a run meaningless (``--epochs 0``, ``--lr inf``, ``--batch-size 0``,
+``--limit -3``) is refused where it is parsed, in one line naming the option, never turned
+into a default or found after hours of work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, Callable, Optional
+
+from .errors import IDCError
+
+
+def _number(option: str, value: Any, kind: type) -> Any:
+    if isinstance(value, bool):
+        raise IDCError(f"{option} {value!r}: expected a number")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise IDCError(f"{option} {value!r}: expected {'an integer' if kind is int else 'a number'}") from None
+    if kind is int and isinstance(value, float) and value != number:
+        raise IDCError(f"{option} {value!r}: expected an integer")
+    if kind is float and not math.isfinite(number):
+        raise IDCError(f"{option} {value!r}: must be a finite number")
+    return number
+
+
+def positive_int(option: str, value: Any) -> int:
+    n = _number(option, value, int)
+    if n < 1:
+        raise IDCError(f"{option} {value!r}: must be at least 1")
+    return n
+
+
+def non_negative_int(option: str, value: Any) -> int:
+    n = _number(option, value, int)
+    if n < 0:
+        raise IDCError(f"{option} {value!r}: must be 0 or more")
+    return n
+
+
+def positive_float(option: str, value: Any) -> float:
+    x = _number(option, value, float)
+    if x <= 0:
+        raise IDCError(f"{option} {value!r}: must be greater than 0")
+    return x
+
+
+def non_negative_float(option: str, value: Any) -> float:
+    x = _number(option, value, float)
+    if x < 0:
+        raise IDCError(f"{option} {value!r}: must be 0 or more")
+    return x
+
+
+def unit_interval(option: str, value: Any) -> float:
+    x = _number(option, value, float)
+    if not 0.0 <= x <= 1.0:
+        raise IDCError(f"{option} {value!r}: must lie in [0, 1]")
+    return x
+
+
+def optional(check: Callable[[str, Any], Any], option: str, value: Any) -> Optional[Any]:
+    return None if value is None else check(option, value)
+
+
+def arg_type(check: Callable[[str, Any], Any], option: str) -> Callable[[str], Any]:
+    """``check`` as an argparse ``type=``: argparse prints the one line and exits 2."""
+
+    def parse(text: str) -> Any:
+        try:
+            return check(option, text)
+        except IDCError as exc:
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+    parse.__name__ = check.__name__  # argparse names the type in its message
+    return parse

@@ -1,0 +1,196 @@
+"""What every training recipe shares: settings, per-dataset defaults, labels, the caption loss.
+
+A model module (``idc_toolkit/models/<name>.py``) holds its runner and its recipe side by side,
+sharing one preprocessing and one decoding, so training, validation and ``idc-eval --model``
+see the same inputs and the same captions. A recipe declares its own options
+(:meth:`Recipe.add_arguments`, as a runner does), its base model class, its LoRA layout, how
+a batch of rows becomes model input and any loss beyond the caption cross-entropy. The
+generic loop (:mod:`.train`) knows no model by name.
+
+Labels never depend on the tokenizer's padding side: :func:`pack` lays each row out as
+``prefix`` (image slots, BOS, prompt: never trained) + ``target`` (caption, EOS) and pads on
+the right itself, so a Llama tokenizer that pads left (Vicuna, unless told) and an OPT one
+that pads right give the same batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+from ..facts import DatasetFacts
+
+IGNORE = -100
+
+
+@dataclass(frozen=True)
+class DatasetDefaults:
+    """A recipe's defaults for one dataset, and where each comes from (README table)."""
+
+    lora_rank: int
+    lr: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every resolved setting of a run (written to ``train_config.json``, the fingerprint)."""
+
+    model: str
+    variant: str
+    base_model: str
+    revision: Optional[str]
+    epochs: float
+    batch_size: int
+    grad_accum: int
+    lr: float
+    lr_schedule: str
+    weight_decay: float
+    max_grad_norm: float
+    lora_rank: int
+    lora_alpha: int
+    lora_dropout: float
+    max_caption_tokens: int
+    max_new_tokens: int
+    select_by: str  #: ``CIDEr`` (validation captions, our scorer) or ``loss`` (validation loss)
+    patience: int  #: epochs without improvement before stopping (0: never)
+    max_steps: int
+    save_steps: Optional[int]
+    seed: int
+    dtype: str
+    split: str
+    val_split: Optional[str]
+    val_limit: int
+    gradient_checkpointing: bool
+    defaults_source: str
+    #: the recipe's own options (:meth:`Recipe.add_arguments`)
+    options: dict[str, Any] = field(default_factory=dict)
+    #: extra ``TrainingArguments`` fields (``--trainer-arg name=value``)
+    trainer_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VariantDefaults:
+    """What a recipe variant sets besides the per-dataset rank and lr."""
+
+    epochs: float
+    batch_size: int
+    lr_schedule: str = "linear"
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    select_by: str = "CIDEr"
+    patience: int = 0
+    max_caption_tokens: int = 30
+    description: str = ""
+
+
+class Recipe:
+    name: ClassVar[str]
+    #: transformers ``model_type`` the base model must have
+    model_type: ClassVar[str]
+    base_model: ClassVar[str]
+    revision: ClassVar[Optional[str]] = None
+    #: dataset columns the recipe needs (the error says which pass makes them)
+    required: ClassVar[dict[str, str]] = {"captions": "idc-build"}
+    #: variant name -> its settings; the first is the default
+    variants: ClassVar[dict[str, VariantDefaults]]
+    #: builder name -> defaults (``None``: any other dataset)
+    dataset_defaults: ClassVar[dict[Optional[str], DatasetDefaults]]
+    #: the decoding that validation and ``idc-eval --model`` share
+    max_new_tokens: ClassVar[int] = 77
+
+    # -- options and defaults --------------------------------------------------------------
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """This recipe's own options (none by default)."""
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        probe = argparse.ArgumentParser(add_help=False)
+        cls.add_arguments(probe.add_argument_group())
+        return {a.dest: a.default for a in probe._actions}
+
+    @classmethod
+    def defaults_for(cls, facts: DatasetFacts) -> DatasetDefaults:
+        return cls.dataset_defaults.get(facts.builder, cls.dataset_defaults[None])
+
+    @classmethod
+    def check(cls, facts: DatasetFacts, columns: list[str], options: dict[str, Any], where: str) -> None:
+        """Refuse, before any model is loaded, a dataset this recipe cannot train on."""
+
+    # -- the run ---------------------------------------------------------------------------
+    def __init__(self, settings: Settings, facts: DatasetFacts):
+        self.settings, self.facts = settings, facts
+        self.options = settings.options
+
+    def load(self, dtype):
+        raise NotImplementedError
+
+    def lora_config(self, model):
+        raise NotImplementedError
+
+    def reference(self, captions: list[str], pair_index: int, epoch: int) -> str:
+        """One reference per pair per epoch, drawn at random (seeded by seed, epoch and pair,
+        so a resumed run draws the same); IER trains on the shortest (BLIP2IDC's code)."""
+        refs = [c for c in captions if c.strip()] or [""]
+        if self.facts.builder == "ier":
+            return min(refs, key=len)
+        return random.Random(f"{self.settings.seed}/{epoch}/{pair_index}").choice(refs)
+
+    def shuffle(self) -> bool:
+        """Whether training batches are drawn in random order (the Trainer's default)."""
+        return True
+
+    def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def extra_loss(self, model, batch: dict[str, Any]):
+        """Loss terms beyond the caption cross-entropy, as ``{name: mean over the batch}``."""
+        return {}
+
+    def generate(self, model, rows: list[dict[str, Any]]) -> list[str]:
+        """Captions for validation: the runner's own decoding."""
+        raise NotImplementedError
+
+
+def pack(sequences: list[tuple[list[int], list[int]]], pad_id: int):
+    """``(input_ids, attention_mask, labels)`` of rows given as ``(prefix, target)`` token lists,
+    padded on the right whatever the tokenizer's side: labels are the target tokens, -100
+    on the prefix and the padding."""
+    import torch
+
+    width = max(len(p) + len(t) for p, t in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    labels = torch.full_like(ids, IGNORE)
+    for i, (prefix, target) in enumerate(sequences):
+        n, m = len(prefix), len(target)
+        ids[i, :n + m] = torch.tensor(prefix + target, dtype=torch.long)
+        mask[i, :n + m] = 1
+        labels[i, n:n + m] = torch.tensor(target, dtype=torch.long)
+    return ids, mask, labels
+
+
+def pad_id(tokenizer) -> int:
+    """The id padding is written with: the tokenizer's pad token, else its UNK or EOS (Llama
+    tokenizers ship none). Padded positions are masked, so the choice changes nothing."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
+def caption_loss_sum(logits, labels):
+    """``(sum of token cross-entropies, number of target tokens)``: next-token prediction,
+    position t predicting label t + 1, -100 ignored. Summed so that gradient accumulation
+    divides by the tokens of the whole optimizer step, not of each micro-batch."""
+    import torch.nn.functional as F
+
+    logits = logits[:, -labels.shape[1]:, :]
+    shift_logits = logits[:, :-1, :].float()
+    shift_labels = labels[:, 1:].to(logits.device)
+    total = F.cross_entropy(shift_logits.reshape(-1, shift_logits.shape[-1]), shift_labels.reshape(-1),
+                            ignore_index=IGNORE, reduction="sum")
+    return total, int((shift_labels != IGNORE).sum())
