@@ -45,8 +45,9 @@ def _save_seeded(model_class, config, processor, folder: Path | str, seed: int) 
     return folder
 
 
-def save_tiny_blip2(folder: Path | str, seed: int = 0) -> Path:
-    """A BLIP-2 with a tiny ViT, Q-Former and OPT, saved with its processor."""
+def save_tiny_blip2(folder: Path | str, seed: int = 0, dropout: float = 0.1) -> Path:
+    """A BLIP-2 with a tiny ViT, Q-Former and OPT, saved with its processor; OPT's dropout is
+    the real configuration's (0.1, as the Q-Former's) unless a test needs a deterministic forward."""
     from transformers import (Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, Blip2QFormerConfig,
                               Blip2VisionConfig, BlipImageProcessor, OPTConfig)
 
@@ -57,9 +58,11 @@ def save_tiny_blip2(folder: Path | str, seed: int = 0) -> Path:
         vision_config=Blip2VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                                         image_size=IMAGE_SIZE, patch_size=8).to_dict(),
         qformer_config=Blip2QFormerConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                          encoder_hidden_size=32, cross_attention_frequency=1).to_dict(),
+                                          encoder_hidden_size=32, cross_attention_frequency=1, hidden_dropout_prob=dropout,
+                                          attention_probs_dropout_prob=dropout).to_dict(),
         text_config=OPTConfig(vocab_size=len(tok) + 4, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
-                              word_embed_proj_dim=32, bos_token_id=2, eos_token_id=2, pad_token_id=1).to_dict(),
+                              word_embed_proj_dim=32, bos_token_id=2, eos_token_id=2, pad_token_id=1,
+                              dropout=dropout).to_dict(),
         num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
     return _save_seeded(Blip2ForConditionalGeneration, cfg, proc, folder, seed)

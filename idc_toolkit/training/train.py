@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..checks import non_negative_int, optional, positive_float, positive_int
+from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..facts import DatasetFacts
 from .recipe import Recipe, Settings
@@ -42,7 +42,7 @@ CONFIG_FILE = "train_config.json"
 STEPS_FILE = "steps.jsonl"
 EPOCHS_FILE = "epochs.json"
 #: everything a training run writes into its folder (what --overwrite may remove)
-OWNED = ("adapter", "checkpoints", CONFIG_FILE, EPOCHS_FILE, "epochs.md", STEPS_FILE, "attention", "logs")
+OWNED = ("adapter", "checkpoints", CONFIG_FILE, EPOCHS_FILE, "epochs.md", STEPS_FILE, "attention")
 
 
 @dataclass
@@ -104,7 +104,7 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, *, variant: 
                      revision: Optional[str], epochs: Optional[float], batch_size: Optional[int], grad_accum: int,
                      lr: Optional[float], lora_rank: Optional[int], max_steps: int, save_steps: Optional[int], seed: int,
                      dtype: str, split: str, val_split: Optional[str], val_limit: int, gradient_checkpointing: bool,
-                     options: Optional[dict[str, Any]] = None,
+                     options: Optional[dict[str, Any]] = None, lora_dropout: float = 0.05,
                      trainer_args: Optional[dict[str, Any]] = None) -> Settings:
     """Every setting of a run: what was given, else the variant's and the dataset's defaults
     (``defaults_source`` says where the rank and lr came from). Values are range-checked
@@ -127,7 +127,8 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, *, variant: 
         batch_size=v.batch_size if batch_size is None else positive_int("--batch-size", batch_size),
         grad_accum=positive_int("--grad-accum", grad_accum), lr=d.lr if lr is None else positive_float("--lr", lr),
         lr_schedule=v.lr_schedule, weight_decay=v.weight_decay, max_grad_norm=v.max_grad_norm,
-        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.05, max_caption_tokens=v.max_caption_tokens,
+        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=unit_interval("--lora-dropout", lora_dropout),
+        max_caption_tokens=v.max_caption_tokens,
         max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by, patience=v.patience,
         max_steps=-1 if max_steps in (-1, None) else positive_int("--max-steps", max_steps),
         save_steps=optional(positive_int, "--save-steps", save_steps), seed=non_negative_int("--seed", seed),
@@ -166,7 +167,7 @@ def run_fields(settings: Settings, dataset: str) -> dict[str, Any]:
 def train(model: str, dataset: str, out: str | Path, *, split: str = "train", val_split: Optional[str] = "validation",
           variant: Optional[str] = None, base_model: Optional[str] = None, revision: Optional[str] = None,
           epochs: Optional[float] = None, batch_size: Optional[int] = None, grad_accum: int = 1, lr: Optional[float] = None,
-          lora_rank: Optional[int] = None, max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0,
+          lora_rank: Optional[int] = None, lora_dropout: float = 0.05, max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0,
           device: str = "auto", dtype: str = "auto", val_limit: int = 0, gradient_checkpointing: bool = False,
           options: Optional[dict[str, Any]] = None, trainer_args: Optional[dict[str, Any]] = None,
           report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = ()) -> TrainResult:
@@ -186,12 +187,12 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
                                 epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, lr=lr, lora_rank=lora_rank,
                                 max_steps=max_steps, save_steps=save_steps, seed=seed, dtype=dtype, split=split,
                                 val_split=val_split, val_limit=val_limit, gradient_checkpointing=gradient_checkpointing,
-                                options=options, trainer_args=trainer_args)
+                                options=options, lora_dropout=lora_dropout, trainer_args=trainer_args)
     train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings)
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
     fields = run_fields(settings, dataset)
-    folder = RunFolder(out, f"idc-train {model}", fields, owned=OWNED, card_record=False).open(overwrite)
+    folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
     if folder.complete:
         return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
     device = resolve_device(device)
@@ -258,9 +259,9 @@ def training_arguments(s: Settings, out: Path, device: str, report_to: str, prog
         learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=s.max_steps, seed=s.seed, data_seed=s.seed,
         lr_scheduler_type=s.lr_schedule, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
         warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
-        save_total_limit=2, logging_steps=1, logging_dir=str(out / "logs"), report_to=_report_to(report_to),
+        save_total_limit=2, logging_steps=1, report_to=_report_to(report_to),
         remove_unused_columns=False, dataloader_num_workers=0, use_cpu=not on_gpu, bf16=bf16,
-        fp16=on_gpu and not bf16 and s.dtype != "float32", gradient_checkpointing=s.gradient_checkpointing,
+        fp16=on_gpu and not bf16 and s.dtype != "float32", activation_checkpointing=s.gradient_checkpointing,
         disable_tqdm=not progress, optim="adamw_torch", dataloader_drop_last=s.variant == "released")
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     unknown = sorted(set(s.trainer_args) - names)
