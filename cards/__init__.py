@@ -99,6 +99,18 @@ def read_card_data(folder: Path | str) -> dict[str, Any]:
     return DatasetCard.load(path).data.to_dict()
 
 
+def source_label(source: str | Path, fingerprint: Any = None) -> str:
+    """How a derived dataset's card names its source in ``source_datasets``: the Hub id as is
+    (``extended|org/name``); a local folder by its name and content fingerprint only, never by
+    its absolute path (an upload would publish the user's directory layout)."""
+    from ..runs.fingerprint import digest
+
+    if not Path(str(source)).exists():
+        return f"extended|{source}"
+    fp = digest({"input": fingerprint}) if fingerprint is not None else None
+    return f"{Path(str(source)).resolve().name} (local folder" + (f", fingerprint {fp})" if fp else ")")
+
+
 def dataset_facts(dataset: str | Path) -> "DatasetFacts":
     """The :class:`~idc_toolkit.facts.DatasetFacts` a dataset carries in its card, read the
     same way from a local folder, a Hub copy or a derived dataset; empty facts when the
@@ -219,7 +231,8 @@ def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: st
         pretty_name=base.get("pretty_name") or Path(str(source_name)).name, license=base.get("license") or "other",
         features=features, summaries=summaries, task_categories=base.get("task_categories") or ["image-to-text"],
         task_ids=base.get("task_ids") or ["image-captioning"],
-        source_datasets=base.get("source_datasets") or [str(source_name)], tags=base.get("tags") or ["idc-toolkit"],
+        source_datasets=base.get("source_datasets") or [source_label(source_name, run_record.get("fields", {}).get("input"))],
+        tags=base.get("tags") or ["idc-toolkit"],
         facts=facts, run_record=run_record, base=base)
     marker = section.splitlines()[0]
     if marker in body:

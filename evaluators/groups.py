@@ -35,6 +35,14 @@ def apply_group_file(refs: Any, path: str | Path) -> Any:
     known = {rcc_id(pid) for pid in refs.captions}
     if groups and not known & set(groups):
         raise EvaluationError(f"{path}: none of its ids is a pair of {refs.source} (e.g. {next(iter(groups))!r}); wrong file?")
+    unknown = [pid for pid in groups if pid not in known]
+    if unknown:
+        import logging
+
+        from .predictions import listed_ids
+
+        logging.getLogger(__name__).warning("warning: %s: %d id(s) are not pairs of %s and are ignored: %s", path,
+                                            len(unknown), refs.source, listed_ids(unknown))
     refs.categories = {pid: (groups.get(rcc_id(pid)) or [None])[0] for pid in refs.captions}
     refs.memberships = {pid: groups[rcc_id(pid)] for pid in refs.captions if len(groups.get(rcc_id(pid), ())) > 1}
     refs.category_order = list(dict.fromkeys(g for names in groups.values() for g in names))
@@ -42,22 +50,39 @@ def apply_group_file(refs: Any, path: str | Path) -> Any:
 
 
 def read_iou_file(path: str | Path) -> dict[str, float]:
-    """RCC's ``change_captions_by_IOU.json``: ``{"<numeric id>": iou}`` -> ``{"000123": iou}``
-    (other ids are kept as they are)."""
+    """RCC's ``change_captions_by_IOU.json``: ``{"<numeric id>": iou}`` -> ``{"000123": iou}``;
+    a no-change id (``000123.png_n`` / ``000123_n``) keeps its own IoU under ``000123_n``, other
+    ids are kept as they are. Every IoU must be a finite number in [0, 1]; an empty file is an
+    error (it would give no difficulty groups, silently)."""
     try:
         data = json.loads(read_text(path, EvaluationError, "IoU file"))
     except json.JSONDecodeError as exc:
         raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: expected {{id: iou}}")
+    if not data:
+        raise EvaluationError(f"{path}: no IoU at all; expected {{id: iou}}")
     out = {}
     for key, value in data.items():
-        stem = str(key).split(".")[0]
-        try:
-            out[f"{int(stem):06d}" if stem.isdigit() else str(key)] = float(value)
-        except (TypeError, ValueError):
-            raise EvaluationError(f"{path}: entry {key!r}: {value!r} is not a number") from None
+        text = str(key)
+        stem = text.split(".")[0]
+        no_change = text.endswith("_n")
+        if stem.endswith("_n"):
+            stem = stem[:-2]
+        name = (f"{int(stem):06d}" if stem.isdigit() else stem if no_change else text) + ("_n" if no_change else "")
+        out[name] = check_iou(value, f"{path}: entry {key!r}")
     return out
+
+
+def check_iou(value: Any, where: str) -> float:
+    """A viewpoint IoU: a finite number in [0, 1] (``NaN`` or ``"nan"`` would break the sort)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvaluationError(f"{where}: IoU {value!r} is not a number")
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise EvaluationError(f"{where}: IoU {value!r} must be a finite number in [0, 1]")
+    return float(value)
 
 
 def iou_groups(ious: dict[str, Optional[float]], ids: list[str], categories: dict[str, Optional[str]],

@@ -157,6 +157,8 @@ def read_category_map(path: Path | str) -> dict[str, list[str]]:
              else [(k, v) for k, v in data.items()])
     out: dict[str, list[str]] = {}
     for pid, cat in pairs:
+        if not isinstance(cat, str) or not cat:
+            raise EvaluationError(f"{path}: pair {pid!r}: group {cat!r} is not a name (a non-empty string)")
         names = out.setdefault(rcc_id(str(pid)), [])
         if str(cat) not in names:
             names.append(str(cat))
@@ -250,7 +252,10 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
         categories[pid] = names[cat] if (names is not None and cat is not None) else (None if cat is None else str(cat))
     refs = References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))
     if iou_column:
-        refs.ious = {str(pid): v for pid, v in zip(rows[id_column], rows[iou_column])}
+        from .groups import check_iou
+
+        refs.ious = {str(pid): None if v is None else check_iou(v, f"{dataset} [{split}] column {iou_column!r}, pair {pid!r}")
+                     for pid, v in zip(rows[id_column], rows[iou_column])}
     return refs
 
 

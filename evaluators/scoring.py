@@ -98,6 +98,13 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                  "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
                  "seed": seed, "spice_jars": spice_jars, "overwrite": overwrite, "protocol": protocol,
                  "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names}
+    from idc_toolkit.checks import non_negative_int
+
+    bootstrap = non_negative_int("--bootstrap", bootstrap)
+    drop_last_batch = non_negative_int("--drop-last-batch", drop_last_batch)
+    if protocol == "rsicc" and (groups or group_by or iou_file or iou_column):
+        raise EvaluationError("--protocol rsicc forms its own change / no_change groups from each pair's 2nd reference "
+                              "and would drop --groups / --group-by / IoU groups: run those with --protocol rcc")
     proto = get_protocol(protocol, drop_last_batch)
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))

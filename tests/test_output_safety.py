@@ -17,7 +17,7 @@ def test_overwrite_never_removes_files_no_run_of_ours_wrote(tmp_path):
     (out / "sub").mkdir()
     (out / "sub" / "results.csv").write_text("mine too")
     for overwrite in (False, True):
-        with pytest.raises(RunError, match="holds files that no training run writes .*sub, thesis.tex"):
+        with pytest.raises(RunError, match=r"already holds files that are not an idc-toolkit run \(sub, thesis.tex\).*--overwrite never removes them"):
             RunFolder(out, "training", {"a": 1}, owned=("adapter",), card_record=False).open(overwrite)
     assert (out / "thesis.tex").read_text() == "mine" and (out / "sub" / "results.csv").is_file()
 
@@ -73,3 +73,43 @@ def test_file_names_made_from_ids_stay_inside_their_folder(tmp_path, pair_id):
     with pytest.raises(ValueError):
         inside(tmp_path, "../escape.png")
     assert file_name_for("../a") != file_name_for("__a")  # two ids never share a file
+
+
+def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
+    """Spot-the-Diff's img_id becomes a path: ``../`` and absolute ids are skipped and reported
+    (strict: an error), never embedded from outside --raw."""
+    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.errors import BuildError
+
+    from conftest import image_bytes, make_spot_the_diff
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "private.png").write_bytes(image_bytes("PNG"))
+    (secret / "private_2.png").write_bytes(image_bytes("PNG"))
+    good = [{"img_id": str(i), "sentences": ["a change"]} for i in range(3)]
+    evil = [{"img_id": "../../../secret/private", "sentences": ["x"]}, {"img_id": str(secret / "private"), "sentences": ["y"]}]
+    raw = make_spot_the_diff(tmp_path / "raw", {"train": good + evil, "val": good[:1], "test": good[:1]})
+    result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
+    assert result.report.rows["train"] == 3
+    reasons = [p.reason for p in result.report.problems if p.action == "skipped"]
+    assert sum("resolves outside the raw folder" in r for r in reasons) == 2, reasons
+    with pytest.raises(BuildError, match="strict mode: .*resolves outside the raw folder"):
+        build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out2", progress=False, strict=True)
+
+
+def test_no_output_names_a_local_absolute_path(demo_dataset, tmp_path):
+    """A derived dataset's card, JSON and parquet metadata name their source by its name and
+    fingerprint, never by where it lies on this machine."""
+    pytest.importorskip("torch")
+    from idc_toolkit.masks.column import add_change_masks
+
+    out = tmp_path / "masks"
+    add_change_masks(demo_dataset, out, device="cpu", progress=False)
+    card = (out / "README.md").read_text()
+    assert "clevr_change_demo (local folder, fingerprint" in card
+    for path in out.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for root in {str(demo_dataset.parent), str(tmp_path), str(demo_dataset.resolve().parent)}:
+                assert root.encode() not in data, (path, root)

@@ -37,7 +37,7 @@ def davir_dataset(demo_dataset, tmp_path_factory):
     add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
     (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
     return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
-                               device="cpu", progress=False).out_dir
+                               device="cpu", progress=False, random_weights=True).out_dir
 
 
 def test_eq7_against_hand_computed_values_for_both_readings():
@@ -178,3 +178,51 @@ def test_a_checkpoint_cut_mid_write_is_not_resumed_from(tmp_path):
             (folder / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     assert last_complete_checkpoint(folder) == str(folder / "checkpoint-4")
     assert not (folder / "checkpoint-6").exists() and last_complete_checkpoint(tmp_path / "none") is None
+
+
+KILL_IN_VALIDATION = """
+import sys, time, pathlib
+from idc_toolkit.training import callbacks
+original = callbacks.EpochValidation._cider
+def held(self, model, batch_size):
+    scores = original(self, model, batch_size)
+    if len(self.table) == {epoch}:  # the validation of epoch {epoch} + 1 is under way
+        pathlib.Path(sys.argv[-1]).write_text("in validation")
+        time.sleep(600)
+    return scores
+callbacks.EpochValidation._cider = held
+from idc_toolkit.cli.train import main
+sys.exit(main(sys.argv[1:-1]))
+"""
+
+
+def test_kill_9_inside_validation_resumes_to_the_same_table_and_adapter(bases, demo_dataset, tmp_path):
+    """The checkpoint of an epoch is written after its validation: a kill inside validation
+    redoes the epoch, and epochs.json and the kept adapter equal an uninterrupted run's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--base-model", str(bases["blip2idc"]), "--epochs", "3",
+            "--batch-size", "8", "--lr", "2e-2", "--device", "cpu", "--no-progress", "--report-to", "none", "--seed", "5",
+            "--val-limit", "6"]
+    assert train_main([*args, "--out", str(tmp_path / "whole")]) == 0
+    for epoch in (0, 1):  # a kill in the first validation, and in a later one
+        out, marker = tmp_path / f"cut{epoch}", tmp_path / f"marker{epoch}"
+        script = tmp_path / "held.py"
+        script.write_text(KILL_IN_VALIDATION.replace("{epoch}", str(epoch)))
+        proc = subprocess.Popen([sys.executable, str(script), *args, "--out", str(out), str(marker)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 180
+        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "validation was never reached"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert train_main([*args, "--out", str(out)]) == 0
+        whole = json.loads((tmp_path / "whole" / "epochs.json").read_text())
+        assert json.loads((out / "epochs.json").read_text()) == whole and len(whole) == 3
+        a, b = _adapter_tensors(tmp_path / "whole" / "adapter"), _adapter_tensors(out / "adapter")
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

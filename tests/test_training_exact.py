@@ -160,3 +160,35 @@ def test_blip2idc_training_refuses_a_dataset_without_pair_style(bases, demo_data
     r = train("blip2idc", str(copy), tmp_path / "run", base_model=str(bases["blip2idc"]), val_split=None, device="cpu",
               progress=False, report_to="none", max_steps=1, options={"pair_style": "scene"})
     assert r.adapter.is_dir()
+
+
+def test_dry_run_counts_parameters_exactly_and_loads_no_weights(bases, demo_dataset, tmp_path, monkeypatch, capsys):
+    """--dry-run builds the model on the meta device: counts equal the real model's, no weights
+    are read, nothing is written."""
+    import transformers
+    from peft import get_peft_model
+
+    from idc_toolkit.cli.train import main as train_main
+    from idc_toolkit.models.registry import get_recipe_class
+
+    cls, s = _settings("blip2idc", bases["blip2idc"])
+    recipe = cls(s, DatasetFacts(builder="clevr_change", pair_style="scene"))
+    real = recipe.load(torch.float32)
+    net = get_peft_model(real, recipe.lora_config(real))
+    n_total = sum(p.numel() for p in net.parameters())
+    n_train = sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+    def no_loading(*a, **k):
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(transformers.Blip2ForConditionalGeneration, "from_pretrained", no_loading)
+    r = train("blip2idc", str(demo_dataset), tmp_path / "never", base_model=str(bases["blip2idc"]), dry_run=True,
+              device="cpu", val_split=None, lora_rank=s.lora_rank)
+    assert sum(r.estimate.parameters.values()) == n_total and sum(r.estimate.trainable.values()) == n_train
+    assert set(r.estimate.trainable) == {"vision_model", "qformer", "language_model"}
+    assert r.estimate.total_bytes > r.estimate.weight_bytes > 0 and not (tmp_path / "never").exists()
+    assert get_recipe_class("davir").model_class == "InstructBlipForConditionalGeneration"
+    assert train_main(["--model", "blip2idc", "--dataset", str(demo_dataset), "--out", str(tmp_path / "n2"), "--base-model",
+                       str(bases["blip2idc"]), "--dry-run", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "| language_model |" in out and "Estimated memory of one optimizer step" in out and not (tmp_path / "n2").exists()

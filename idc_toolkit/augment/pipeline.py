@@ -203,7 +203,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
 
 def _write_card(final: Path, source: str, features, split: str, summary, cfg: AugmentConfig, models: Models,
                 params: dict[str, Any], record: dict[str, Any]) -> None:
-    from ..cards import dataset_card_data, dataset_facts, save_card
+    from ..cards import dataset_card_data, dataset_facts, save_card, source_label
 
     totals = summary.stats
     source_facts = dataset_facts(source)
@@ -214,7 +214,7 @@ def _write_card(final: Path, source: str, features, split: str, summary, cfg: Au
         pretty_name=f"{'Paraphrased references' if cfg.paraphrase_only else 'Syned-style augmentation'} of "
                     f"{Path(str(source)).name}", license="other", features=features,
         summaries={split: summary} if summary.num_examples else {}, task_categories=["image-to-text"],
-        task_ids=["image-captioning"], source_datasets=[str(source)], tags=["image-difference-captioning", "synthetic", "idc-toolkit"],
+        task_ids=["image-captioning"], source_datasets=[source_label(source, record.get("fields", {}).get("input"))], tags=["image-difference-captioning", "synthetic", "idc-toolkit"],
         facts=facts, run_record=record)
     if cfg.paraphrase_only:
         body = f"""# Paraphrased references of {Path(str(source)).name}

@@ -138,6 +138,7 @@ def _list_records(builder: PairBuilder, report: BuildReport, cat_names: Optional
     """Every split's records, each with the reason it is skipped before any image is read."""
     sources: dict[str, ListRows] = {}
     seen: set[str] = set()
+    root = builder.raw_dir.resolve()
     for split in builder.split_names():
         items = []
         for rec in builder.generate(split, report):
@@ -146,12 +147,26 @@ def _list_records(builder: PairBuilder, report: BuildReport, cat_names: Optional
                 preskip = "pair_id already used by an earlier pair"
             elif cat_names is not None and rec.category is not None and rec.category not in cat_names:
                 preskip = f"unknown category {rec.category!r}"
+            else:
+                preskip = _outside(root, rec)
             seen.add(rec.pair_id)
             if preskip is not None and report.strict:
                 raise BuildError(f"strict mode: {Problem(SKIPPED, split, rec.source, rec.pair_id, preskip).describe()}")
             items.append((rec, preskip))
         sources[split] = ListRows(items)
     return sources
+
+
+def _outside(root: Path, rec: PairRecord) -> Optional[str]:
+    """Why a record's image path is refused: an id with ``../`` or an absolute path would embed a
+    file from outside the raw release (symbolic links are followed before the check)."""
+    for role, source in (("before", rec.before), ("after", rec.after)):
+        if isinstance(source, (bytes, bytearray)):
+            continue
+        path = Path(source).resolve()
+        if path != root and root not in path.parents:
+            return f"{role} image {source} resolves outside the raw folder {root}: refused"
+    return None
 
 
 def _why_empty(split: str, listed: int, problems: list[dict[str, Any]], raw_dir: Path) -> str:

@@ -64,7 +64,8 @@ def _demo(args) -> int:
     with resources.as_file(config) as config_path:
         ents = add_change_entities(out / "clevr_change_demo_masks", out / "clevr_change_demo_entities",
                                    args.clip_model or "idc-demo-tiny-clip", args.clip_checkpoint,
-                                   str(config_path) if tiny else None, top_k=3, device="cpu", progress=False)
+                                   str(config_path) if tiny else None, top_k=3, device="cpu", progress=False,
+                                   random_weights=args.clip_checkpoint is None)
     print(f"{ents.out_dir}: entities, entity_scores, gt_entities added (vocabulary: entities_vocab.json)")
     from datasets import load_dataset
 

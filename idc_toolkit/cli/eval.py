@@ -51,6 +51,7 @@ def _model_name(argv: list[str]) -> str | None:
 
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``model``, that runner's own options are added (and shown by --help)."""
+    from ..checks import arg_type, non_negative_int, positive_int
     from ..models.registry import MODELS
 
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
@@ -63,10 +64,10 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     m.add_argument("--base-model", help="base model name or local path")
     m.add_argument("--revision", help="base model revision (Hub)")
     m.add_argument("--adapter", help="LoRA adapter folder (peft; adapter_model.safetensors or the old adapter_model.bin)")
-    m.add_argument("--batch-size", type=int, default=8, help="pairs per generation batch")
+    m.add_argument("--batch-size", type=arg_type(positive_int, "--batch-size"), default=8, help="pairs per generation batch")
     m.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     m.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="model dtype")
-    m.add_argument("--limit", type=int, help="only the first N pairs of the split")
+    m.add_argument("--limit", type=arg_type(positive_int, "--limit"), help="only the first N pairs of the split")
     m.add_argument("--predict-only", action="store_true", help="write predictions.jsonl, do not score")
     m.add_argument("--engine", default="local", choices=["local", "ray"], help="where generation runs (ray: a Ray cluster)")
     m.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
@@ -80,7 +81,8 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
     p.add_argument("--no-breakdown", action="store_true", help="score only the whole set")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="95%% bootstrap intervals from N resamples")
+    p.add_argument("--bootstrap", type=arg_type(non_negative_int, "--bootstrap"), default=0, metavar="N",
+                   help="95%% bootstrap intervals from N resamples")
     from ..evaluators.protocols import PROTOCOLS
 
     p.add_argument("--protocol", default="rcc", choices=list(PROTOCOLS),
@@ -92,19 +94,21 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--layout", nargs="+", choices=[*LAYOUTS, "all"],
                    help="also write the papers' table shapes (markdown + LaTeX); by_category.csv is always written")
     p.add_argument("--group-names", help="JSON {group: name shown} for the layouts (default: the papers' names)")
-    p.add_argument("--drop-last-batch", type=int, default=0, metavar="N",
+    p.add_argument("--drop-last-batch", type=arg_type(non_negative_int, "--drop-last-batch"), default=0, metavar="N",
                    help="with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do")
     _add_reference_args(p)
     return p
 
 
 def make_compare_parser() -> argparse.ArgumentParser:
+    from ..checks import arg_type, positive_int
+
     p = common.parser("idc-eval compare", "Paired bootstrap test of two prediction files.")
     p.add_argument("a", help="predictions of system A")
     p.add_argument("b", help="predictions of system B")
     p.add_argument("--out", help="folder for compare.json")
     p.add_argument("--overwrite", action="store_true", help="replace an existing compare.json")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples")
+    p.add_argument("--bootstrap", type=arg_type(positive_int, "--bootstrap"), default=1000, metavar="N", help="resamples")
     _add_reference_args(p)
     return p
 

@@ -50,7 +50,9 @@ def make_parser():
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
     _add_run_options(e)
     e.add_argument("--clip-model", default="ViT-L-14", help="open_clip model name (the papers' CLIP ViT-L/14)")
-    e.add_argument("--clip-checkpoint", help="open_clip weights file; without it the weights are random")
+    e.add_argument("--clip-checkpoint", help="open_clip weights file (required unless --random-weights)")
+    e.add_argument("--random-weights", action="store_true",
+                   help="run CLIP with random weights (meaningless entities: tests and pipeline checks only)")
     e.add_argument("--clip-config", help="an open_clip model config JSON to register (custom architectures)")
     e.add_argument("--strategy", default="davir", choices=["davir", "cheer"], help="retrieval strategy")
     e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"], help="phrase extraction strategy")
@@ -82,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
 
             result = add_change_entities(args.dataset, args.out, args.clip_model, args.clip_checkpoint, args.clip_config,
                                          args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
-                                         args.spacy_model, cheer_score=args.cheer_score, **run)
+                                         args.spacy_model, cheer_score=args.cheer_score,
+                                         random_weights=args.random_weights, **run)
         return report(result)
 
     return common.run("idc-precompute", work)

@@ -116,12 +116,14 @@ def add_change_entities(
     engine: str = "local",
     rows_per_part: int = 500,
     cheer_score: str = "signed",
+    random_weights: bool = False,
     **engine_options: Any,
 ) -> PassResult:
     """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``.
 
     Defaults follow the papers: 3 entities (CHEER uses 3), CHEER's signed score, CLIP ViT-L/14
-    (pass its weights as ``clip_checkpoint``: without them the weights are random)."""
+    (pass its weights as ``clip_checkpoint``). Without weights the retrieved entities would be
+    meaningless: that is refused unless ``random_weights`` says it is meant (tests, the demo)."""
     if strategy not in RETRIEVAL_STRATEGIES:
         raise IDCError(f"unknown --strategy {strategy!r}; choose {', '.join(RETRIEVAL_STRATEGIES)}")
     if cheer_score not in CHEER_SCORES:
@@ -130,6 +132,9 @@ def add_change_entities(
         raise IDCError(f"unknown --phrases {phrases!r}; choose {', '.join(PHRASE_STRATEGIES)}")
     if clip_checkpoint and not Path(clip_checkpoint).is_file():
         raise IDCError(f"CLIP checkpoint not found: {clip_checkpoint}")
+    if clip_checkpoint is None and not random_weights:
+        raise IDCError("no --clip-checkpoint: CLIP with random weights retrieves meaningless entities; pass the "
+                       f"{clip_model} weights file, or --random-weights to run anyway (a pipeline check)")
     from ..devices import resolve_device
 
     nlp = load_spacy(spacy_model)

@@ -123,6 +123,7 @@ class Blip2IDCRecipe(Recipe):
 
     name = "blip2idc"
     model_type = "blip-2"
+    model_class = "Blip2ForConditionalGeneration"
     base_model = BASE_MODEL
     revision = BASE_REVISION
     max_new_tokens = MAX_NEW_TOKENS

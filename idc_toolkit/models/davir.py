@@ -227,6 +227,7 @@ class DavirRecipe(Recipe):
 
     name = "davir"
     model_type = "instructblip"
+    model_class = "InstructBlipForConditionalGeneration"
     base_model = "Salesforce/instructblip-vicuna-7b"
     required = {"captions": "idc-build", "entities": "idc-precompute entities", "change_mask": "idc-precompute masks"}
     variants = {"paper": VariantDefaults(epochs=20, batch_size=16, description="the paper's settings, our reading")}

@@ -165,7 +165,7 @@ class RunFolder:
             record = self._existing_record()
             foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith(".") and p.name not in self.owned)
             if foreign:  # never overwritten, never mixed with: files no run of ours wrote
-                raise RunError(f"{self.out} holds files that no {self.kind} run writes ({', '.join(foreign[:5])}"
+                raise RunError(f"{self.out} already holds files that are not an idc-toolkit run ({', '.join(foreign[:5])}"
                                f"{', ...' if len(foreign) > 5 else ''}); choose another --out (--overwrite never removes them)")
             if record is None and any((self.out / n).exists() for n in self.owned):
                 present = [n for n in self.owned if (self.out / n).exists()]

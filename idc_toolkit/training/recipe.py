@@ -90,6 +90,8 @@ class Recipe:
     name: ClassVar[str]
     #: transformers ``model_type`` the base model must have
     model_type: ClassVar[str]
+    #: the transformers class the base loads as (``idc-train --dry-run`` builds it on ``meta``)
+    model_class: ClassVar[str]
     base_model: ClassVar[str]
     revision: ClassVar[Optional[str]] = None
     #: dataset columns the recipe needs (the error says which pass makes them)

@@ -53,6 +53,7 @@ class TrainResult:
     already_done: bool = False
     losses: list[float] = field(default_factory=list)  #: the training loss of every optimizer step
     settings: Optional[Settings] = None
+    estimate: Any = None  #: ``--dry-run``: the :class:`~.estimate.Estimate`, and nothing was trained
 
 
 def _base_model_type(base_model: str, revision: Optional[str]) -> str:
@@ -170,9 +171,12 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
           lora_rank: Optional[int] = None, lora_dropout: float = 0.05, max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0,
           device: str = "auto", dtype: str = "auto", val_limit: int = 0, gradient_checkpointing: bool = False,
           options: Optional[dict[str, Any]] = None, trainer_args: Optional[dict[str, Any]] = None,
-          report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = ()) -> TrainResult:
+          report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = (),
+          dry_run: bool = False) -> TrainResult:
     """Train ``model``'s recipe on ``dataset`` into ``out`` (see the module docstring).
-    ``options`` are the recipe's own (``fac_weight``, ``pair_style``, ...)."""
+    ``options`` are the recipe's own (``fac_weight``, ``pair_style``, ...). ``dry_run``: check
+    everything, count parameters and estimate a step's memory from the base's configuration
+    (:mod:`.estimate`), write nothing and load no weights."""
     from ..cards import dataset_facts
     from ..devices import resolve_device
     from ..models.registry import get_recipe_class
@@ -189,6 +193,11 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
                                 val_split=val_split, val_limit=val_limit, gradient_checkpointing=gradient_checkpointing,
                                 options=options, lora_dropout=lora_dropout, trainer_args=trainer_args)
     train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings)
+    if dry_run:
+        from .estimate import estimate
+
+        return TrainResult(out, out / "adapter", settings=settings,
+                           estimate=estimate(recipe_cls, settings, facts, resolve_device(device)))
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
     fields = run_fields(settings, dataset)
