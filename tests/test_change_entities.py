@@ -80,7 +80,7 @@ def test_entities_pass_through_the_cli(demo_dataset, tmp_path, capsys):
             "--device", "cpu", "--top-k", "3", "--no-progress"]
     assert precompute_main([*args, "--out", str(tmp_path / "refused")]) == 1  # random weights only when asked
     assert "no --clip-checkpoint" in capsys.readouterr().err and not (tmp_path / "refused").exists()
-    args.append("--random-weights")
+    args.insert(1, "--random-weights")
     assert precompute_main([*args, "--out", str(tmp_path / "a")]) == 0
     assert "random weights" in capsys.readouterr().err  # a logged warning
     ds = load_dataset(str(tmp_path / "a"), split="test")

@@ -89,7 +89,8 @@ def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
     (secret / "private_2.png").write_bytes(image_bytes("PNG"))
     good = [{"img_id": str(i), "sentences": ["a change"]} for i in range(3)]
     evil = [{"img_id": "../../../secret/private", "sentences": ["x"]}, {"img_id": str(secret / "private"), "sentences": ["y"]}]
-    raw = make_spot_the_diff(tmp_path / "raw", {"train": good + evil, "val": good[:1], "test": good[:1]})
+    held_out = [{"img_id": str(i), "sentences": ["a change"]} for i in (10, 11)]
+    raw = make_spot_the_diff(tmp_path / "raw", {"train": good + evil, "val": held_out[:1], "test": held_out[1:]})
     result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
     assert result.report.rows["train"] == 3
     reasons = [p.reason for p in result.report.problems if p.action == "skipped"]
@@ -106,8 +107,10 @@ def test_no_output_names_a_local_absolute_path(demo_dataset, tmp_path):
 
     out = tmp_path / "masks"
     add_change_masks(demo_dataset, out, device="cpu", progress=False)
-    card = (out / "README.md").read_text()
-    assert "clevr_change_demo (local folder, fingerprint" in card
+    from idc_toolkit.cards import source_label
+
+    assert source_label(demo_dataset, {"test": "abc"}).startswith(f"{demo_dataset.name} (local folder, fingerprint ")
+    assert source_label("org/some_dataset") == "extended|org/some_dataset"
     for path in out.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
