@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -48,55 +49,105 @@ def _metrics(result: Any) -> list[str]:
     return [m for m in SHORT if any(g.scores.get(m) is not None for g in result.groups.values())]
 
 
-def _tables(header: list[str], rows: list[list[str]], caption: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class RunLabel:
+    """What every pasteable table says about the run: its row label (``--name``) and, for a
+    protocol other than rcc, that its numbers are not comparable with rcc-protocol ones."""
+
+    name: str = "this run"
+    protocol: str = "rcc"
+    comparable_with_rcc: bool = True
+
+    @property
+    def caveat(self) -> str:
+        return "" if self.comparable_with_rcc else f"Protocol {self.protocol}: NOT comparable with rcc-protocol numbers."
+
+    @property
+    def row(self) -> str:
+        return self.name if self.comparable_with_rcc else f"{self.name} ({self.protocol} protocol, not comparable with rcc)"
+
+
+def _tables(header: list[str], rows: list[list[str]], caption: str, label: RunLabel, layout: str) -> tuple[str, str]:
+    caption = f"{caption} {label.caveat}".strip()
     md = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
     md += ["| " + " | ".join(r) + " |" for r in rows]
+    md += ["", caption]
     esc = [h.replace("_", r"\_") for h in header]
     tex = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
            " & ".join(esc) + r" \\", r"\midrule"]
     tex += [" & ".join("--" if c == "n/a" else c.replace("_", r"\_") for c in r) + r" \\" for r in rows]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\caption{" + caption + "}", r"\end{table}"]
+    tex += [r"\bottomrule", r"\end{tabular}", r"\caption{" + caption.replace("_", r"\_") + "}",
+            r"\label{tab:idc-" + layout + "}", r"\end{table}"]
     return "\n".join(md) + "\n", "\n".join(tex) + "\n"
 
 
-def total_semantic(result: Any, names: dict[str, str]) -> tuple[str, str]:
+def total_semantic(result: Any, names: dict[str, str], label: RunLabel) -> tuple[str, str]:
     blocks = [g for g in ("overall", "change_only") if g in result.groups]
     metrics = _metrics(result)
     header = [""] + [f"{names.get(g, g)} {SHORT[m]}" for g in blocks for m in metrics]
-    row = ["this run"] + [_cell(result.groups[g].scores.get(m)) for g in blocks for m in metrics]
-    return _tables(header, [row], "Total and semantic-change scores (x100), each group scored on its own.")
+    row = [label.row] + [_cell(result.groups[g].scores.get(m)) for g in blocks for m in metrics]
+    return _tables(header, [row], "Total and semantic-change scores (x100), each group scored on its own.", label,
+                   "total-semantic")
 
 
-def by_type(result: Any, names: dict[str, str]) -> tuple[str, str]:
-    types = [g for g in result.groups if g not in _NOT_TYPES and not g.startswith("iou_")]
+def change_types(groups: Any) -> list[str]:
+    return [g for g in groups if g not in _NOT_TYPES and not g.startswith("iou_")]
+
+
+def applicable_layouts(requested: Any, groups: Any) -> list[str]:
+    """The layouts to write, checked before any scoring: ``all`` is every layout that applies;
+    a layout asked for by name that cannot apply (``by-type`` without change types) is an error."""
+    requested = list(requested or ())
+    for layout in requested:
+        if layout != "all" and layout not in LAYOUTS:
+            raise EvaluationError(f"unknown --layout {layout!r}; choose {', '.join(LAYOUTS)} or all")
+    has_types = bool(change_types(groups))
+    if "all" in requested:
+        return [name for name in LAYOUTS if name != "by-type" or has_types]
+    if "by-type" in requested and not has_types:
+        raise EvaluationError("--layout by-type needs categories (change types); this dataset has none")
+    return list(dict.fromkeys(requested))
+
+
+def by_type(result: Any, names: dict[str, str], label: RunLabel) -> tuple[str, str]:
+    types = change_types(result.groups)
     if not types:
         raise EvaluationError("--layout by-type needs categories (change types); this run has none")
     header = ["metric"] + [names.get(t, t) for t in types]
     rows = [[SHORT[m]] + [_cell(result.groups[t].scores.get(m)) for t in types] for m in _metrics(result)]
-    return _tables(header, rows, "Scores (x100) per change type, each type scored on its own.")
+    return _tables(header, rows, f"{label.name}: scores (x100) per change type, each type scored on its own.", label,
+                   "by-type")
 
 
-def write_by_category_csv(path: Path, result: Any, names: dict[str, str]) -> None:
+def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label: RunLabel = RunLabel()) -> None:
+    """Every group, every metric x100, with the protocol on every row (a pasted row keeps it)."""
+    import io
+
+    from idc_toolkit.runs.folder import write_text_atomic
+
     metrics = list(result.metrics)
-    with path.open("w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["group", "name", "n", *metrics])
-        for g, scores in result.groups.items():
-            w.writerow([g, names.get(g, g), scores.n,
-                        *["" if scores.scores.get(m) is None else f"{100 * scores.scores[m]:.4f}" for m in metrics]])
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["group", "name", "n", *metrics, "protocol", "comparable_with_rcc"])
+    for g, scores in result.groups.items():
+        w.writerow([g, names.get(g, g), scores.n,
+                    *["" if scores.scores.get(m) is None else f"{100 * scores.scores[m]:.4f}" for m in metrics],
+                    label.protocol, "yes" if label.comparable_with_rcc else "no"])
+    write_text_atomic(path, buf.getvalue())
 
 
-def write_layouts(out: Path, result: Any, layouts: list[str], names_file: Optional[str] = None) -> list[Path]:
+def write_layouts(out: Path, result: Any, layouts: list[str], names_file: Optional[str] = None,
+                  label: RunLabel = RunLabel()) -> list[Path]:
+    from idc_toolkit.runs.folder import write_text_atomic
+
     names = group_names(names_file)
     written = [out / "by_category.csv"]
-    write_by_category_csv(written[0], result, names)
+    write_by_category_csv(written[0], result, names, label)
     makers = {"total-semantic": total_semantic, "by-type": by_type}
-    for layout in layouts:
-        if layout not in makers:
-            raise EvaluationError(f"unknown --layout {layout!r}; choose {', '.join(LAYOUTS)} or all")
-        md, tex = makers[layout](result, names)
+    for layout in applicable_layouts(layouts, result.groups):
+        md, tex = makers[layout](result, names, label)
         for suffix, text in ((".md", md), (".tex", tex)):
             path = out / f"layout_{layout.replace('-', '_')}{suffix}"
-            path.write_text(text)
+            write_text_atomic(path, text)
             written.append(path)
     return written

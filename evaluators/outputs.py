@@ -131,7 +131,7 @@ def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
     return series
 
 
-def plot_by_category(path: Path, result: ScoreResult) -> Path:
+def plot_by_category(path: Path, result: ScoreResult, caveat: str = "") -> Path:
     """Bars per group and metric; a zero score is drawn as a zero line with its value written,
     n/a is written as such, bootstrap intervals are error bars."""
     import matplotlib
@@ -162,7 +162,7 @@ def plot_by_category(path: Path, result: ScoreResult) -> Path:
     ax.set_xticks(x)
     ax.set_xticklabels([f"{n}\n(n={result.groups[n].n})" for n in names], fontsize=8)
     ax.set_ylabel("score x100")
-    ax.set_title("Scores per group (each scored on its own)", fontsize=10)
+    ax.set_title("Scores per group (each scored on its own)" + (f"\n{caveat}" if caveat else ""), fontsize=10)
     if series:
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -191,7 +191,10 @@ def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> N
             raise EvaluationError(f"{out_dir} holds {', '.join(present)} but no metrics.json of an idc-eval run; "
                                   "choose another --out (--overwrite only replaces what idc-eval wrote)")
         return
-    if overwrite:
+    if overwrite:  # the previous run's files go, so no stale table stays beside the new metrics
+        from idc_toolkit.runs.folder import remove_owned
+
+        remove_owned(out_dir, OUTPUT_FILES)
         return
     try:
         old = json.loads(previous.read_text()).get("meta", {}).get("run")
@@ -208,13 +211,14 @@ def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> N
 
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                   categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str],
-                  layouts: Sequence[str] = (), group_names: Optional[str] = None) -> dict[str, Any]:
+                  layouts: Sequence[str] = (), group_names: Optional[str] = None, label: Any = None) -> dict[str, Any]:
     from idc_toolkit.runs.folder import write_text_atomic
 
-    from .layouts import LAYOUTS, write_layouts
+    from .layouts import RunLabel, write_layouts
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_layouts(out_dir, result, list(LAYOUTS) if "all" in layouts else list(layouts), group_names)
+    label = label or RunLabel()
+    write_layouts(out_dir, result, list(layouts), group_names, label)
     data = metrics_dict(result, meta, warnings)
     write_text_atomic(out_dir / "metrics.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
@@ -223,5 +227,5 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
     write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
-    plot_by_category(out_dir / "by_category.png", result)
+    plot_by_category(out_dir / "by_category.png", result, label.caveat)
     return data

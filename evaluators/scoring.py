@@ -75,7 +75,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
              metrics: Optional[Sequence[str]] = None, allow_missing: bool = False,
              drop_empty_references: bool = False, breakdown: bool = True, bootstrap: int = 0, seed: int = 0,
              spice_jars: Optional[str] = None, overwrite: bool = False, protocol: str = "rcc",
-             drop_last_batch: int = 0, layouts: Sequence[str] = (), group_names: Optional[str] = None,
+             drop_last_batch: int = 0, layouts: Sequence[str] = (), group_names: Optional[str] = None, name: str = "this run",
              progress: Optional[Callable[[str], None]] = None) -> Evaluation:
     """Score ``predictions`` against a dataset split or a coco reference file.
 
@@ -97,7 +97,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                  "metrics": list(resolve_families(metrics)), "allow_missing": allow_missing,
                  "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
                  "seed": seed, "spice_jars": spice_jars, "overwrite": overwrite, "protocol": protocol,
-                 "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names}
+                 "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names, "name": name}
     from idc_toolkit.checks import non_negative_int
 
     bootstrap = non_negative_int("--bootstrap", bootstrap)
@@ -116,13 +116,19 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     prep = prepare(preds, refs, allow_missing=allow_missing, drop_empty_references=drop_empty_references,
                    breakdown=breakdown)
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, seed)
+    from .layouts import RunLabel, applicable_layouts, group_names as read_group_names
+
+    if out is not None:  # every check that needs no score is made before scoring
+        layouts = applicable_layouts(layouts, prep.groups)
+        read_group_names(group_names)
+    label = RunLabel(name, proto.name, proto.comparable_with_rcc)
     prep.warnings += proto.notes
     run = {"protocol": proto.name, "drop_last_batch": drop_last_batch, "groups": path_content(groups),
            "group_by": group_by, "iou": path_content(iou_file) or iou_column, "predictions": digest(prep.hypotheses),
            "references": refs.fingerprint, "metrics": list(metrics or []), "allow_missing": allow_missing,
            "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
            "seed": seed, "spice": bool(spice_jars), "layouts": sorted(layouts), "group_names": path_content(group_names),
-           "toolkit_version": __version__}
+           "name": name, "toolkit_version": __version__}
     if out is not None:
         check_previous_run(Path(out), run, overwrite)
     for w in prep.warnings:
@@ -141,7 +147,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
     data = write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta, prep.warnings,
-                         layouts, group_names)
+                         layouts, group_names, label)
     return Evaluation(data, result)
 
 

@@ -135,3 +135,42 @@ def test_layouts_metadata_progress_and_chart_series(demo_dataset, scored, tmp_pa
     series = chart_series(ev.result)
     assert "SPICE" not in series  # no values: no legend entry
     assert set(series) == {"Bleu_4", "CIDEr"} and any(v > 0 for v in series["CIDEr"]["err_high"])
+
+
+def test_a_non_rcc_number_never_travels_without_its_protocol(demo_dataset, scored, tmp_path):
+    """Every pasteable output of a blip2idc-protocol run says so: layout rows and captions
+    (markdown and LaTeX), by_category.csv, metrics.md; rcc runs carry no caveat."""
+    import csv
+
+    refs, preds = scored
+    for protocol, caveat in (("blip2idc", True), ("rcc", False)):
+        out = tmp_path / protocol
+        evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU", "CIDEr"], protocol=protocol, layouts=["all"],
+                 out=out, name="ours")
+        for name in ("layout_total_semantic.md", "layout_total_semantic.tex", "layout_by_type.md", "layout_by_type.tex",
+                     "metrics.md"):
+            text = (out / name).read_text()
+            assert ("NOT comparable with rcc" in text) == caveat, (protocol, name)
+        assert ("ours (blip2idc protocol, not comparable with rcc)" in (out / "layout_total_semantic.md").read_text()) == caveat
+        assert r"\label{tab:idc-by-type}" in (out / "layout_by_type.tex").read_text()
+        rows = list(csv.DictReader((out / "by_category.csv").open()))
+        assert {r["protocol"] for r in rows} == {protocol}
+        assert {r["comparable_with_rcc"] for r in rows} == {"no" if caveat else "yes"}
+
+
+def test_layouts_are_checked_before_scoring_and_all_means_all_that_apply(scored, tmp_path, monkeypatch):
+    refs, preds = scored
+    coco = tmp_path / "refs.json"  # a reference file without categories
+    anns = [{"image_id": pid, "caption": c} for pid, caps in refs.captions.items() for c in caps]
+    coco.write_text(json.dumps({"images": [{"id": pid} for pid in refs.captions], "annotations": anns}))
+
+    def never(*a, **k):
+        raise AssertionError("scored before the layouts were checked")
+
+    monkeypatch.setattr("idc_toolkit.metrics.core.score_groups", never)
+    with pytest.raises(EvaluationError, match="--layout by-type needs categories"):
+        evaluate(preds, references=str(coco), layouts=["by-type"], out=tmp_path / "o", metrics=["BLEU"])
+    assert not (tmp_path / "o").exists()
+    monkeypatch.undo()
+    evaluate(preds, references=str(coco), layouts=["all"], out=tmp_path / "o2", metrics=["BLEU"], breakdown=False)
+    assert (tmp_path / "o2" / "layout_total_semantic.md").is_file() and not (tmp_path / "o2" / "layout_by_type.md").exists()

@@ -66,6 +66,14 @@ def card_record(out: Path) -> Optional[dict[str, Any]]:
     return record if isinstance(record, dict) else None
 
 
+def remove_owned(folder: Path, names: Iterable[str]) -> None:
+    """Remove the entries ``names`` of ``folder`` (what a run of ours wrote there), nothing else."""
+    for name in names:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"not an entry name: {name!r}")
+        _remove(folder / name)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)
