@@ -183,7 +183,9 @@ def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> N
     of an evaluation's names without its ``metrics.json`` record are not ours: refused even
     with ``--overwrite``."""
     from idc_toolkit.runs.fingerprint import differences
+    from idc_toolkit.runs.folder import check_out_dir
 
+    check_out_dir(out_dir)
     previous = out_dir / "metrics.json"
     if not previous.is_file():
         present = [n for n in OUTPUT_FILES if (out_dir / n).exists()]

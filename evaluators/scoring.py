@@ -131,6 +131,11 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
            "name": name, "toolkit_version": __version__}
     if out is not None:
         check_previous_run(Path(out), run, overwrite)
+    if "METEOR" in resolve_families(metrics):
+        from idc_toolkit.metrics.meteor import check_lengths
+
+        ids = list(prep.hypotheses)
+        check_lengths(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
     for w in prep.warnings:
         log.warning("warning: %s", w)
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed,

@@ -177,3 +177,21 @@ def test_rsicc_groups_from_the_second_reference_and_classification_accuracy(tmp_
     assert m["by_category"]["change"]["n"] == 2 and m["by_category"]["no_change"]["n"] == 2
     acc = m["meta"]["protocol"]["classification_accuracy"]
     assert acc == {"change": 0.5, "no_change": 0.5, "overall": 0.5}  # a right, c wrong; b right, d wrong
+
+
+def test_a_caption_too_long_for_meteor_names_its_pair_before_the_jvm_starts(demo_dataset, monkeypatch):
+    from idc_toolkit.evaluators.scoring import evaluate, load_references
+    from idc_toolkit.metrics import meteor
+
+    refs = load_references(dataset=str(demo_dataset), split="test")
+    preds = {pid: caps[0] for pid, caps in refs.captions.items()}
+    victim = sorted(preds)[3]
+    preds[victim] = "a red cube " * 24_000  # 264 kB
+
+    def no_jvm(*a, **k):
+        raise AssertionError("the JVM was started")
+
+    monkeypatch.setattr(meteor, "acquire_process", no_jvm)
+    with pytest.raises(EvaluationError, match=f"pair '{victim}': its prediction has 264,000 characters"):
+        evaluate(preds, dataset=str(demo_dataset), metrics=["METEOR"])
+    evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"])  # without METEOR it is scored as given

@@ -116,3 +116,44 @@ def test_no_output_names_a_local_absolute_path(demo_dataset, tmp_path):
             data = path.read_bytes()
             for root in {str(demo_dataset.parent), str(tmp_path), str(demo_dataset.resolve().parent)}:
                 assert root.encode() not in data, (path, root)
+
+
+def test_out_that_is_a_file_or_unwritable_is_one_line(tmp_path):
+    from idc_toolkit.runs.folder import check_out_dir
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(RunError, match="--out .*afile is a file, not a folder"):
+        RunFolder(tmp_path / "afile", "training", {}, card_record=False).open()
+    with pytest.raises(RunError, match="afile is a file, not a folder"):
+        check_out_dir(tmp_path / "afile" / "sub")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root ignores permission bits: nothing to check then
+            pytest.skip("running as a user that can write anywhere")
+        with pytest.raises(RunError, match="is not writable"):
+            check_out_dir(locked / "out")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_dataset_edited_after_it_was_written_is_refused_in_one_line(demo_dataset, tmp_path):
+    """Columns or row counts that disagree with the card: one line naming the folder, before any work."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from idc_toolkit.runs import open_split
+
+    copy = tmp_path / "edited"
+    shutil.copytree(demo_dataset, copy)
+    shard = sorted((copy / "data").glob("train-*.parquet"))[0]
+    table = pq.read_table(shard)
+    pq.write_table(table.slice(0, table.num_rows - 1), shard)
+    with pytest.raises(RunError, match=r"data/train-\*.parquet holds \d+ rows but its card .* says \d+"):
+        open_split(copy, "train")
+    pq.write_table(table.append_column("extra", pa.array([1] * table.num_rows)), shard)
+    with pytest.raises(RunError, match=r"columns that its card .* does not list \(extra\)"):
+        open_split(copy, "train")

@@ -192,3 +192,26 @@ def test_dry_run_counts_parameters_exactly_and_loads_no_weights(bases, demo_data
                        str(bases["blip2idc"]), "--dry-run", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "| language_model |" in out and "Estimated memory of one optimizer step" in out and not (tmp_path / "n2").exists()
+
+
+def test_a_corrupt_or_pickled_checkpoint_is_refused_in_one_line(tmp_path):
+    import pickle
+
+    from idc_toolkit.errors import IDCError
+    from idc_toolkit.training.train import verify_checkpoint
+
+    ckpt = tmp_path / "checkpoint-4"
+    ckpt.mkdir()
+    torch.save({"state": {}, "param_groups": []}, ckpt / "optimizer.pt")
+    verify_checkpoint(str(ckpt))
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("code ran",))
+
+    (ckpt / "scheduler.pt").write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(IDCError, match="scheduler.pt: not a plain tensor file .*pickled code"):
+        verify_checkpoint(str(ckpt))
+    (ckpt / "scheduler.pt").write_bytes(b"\x00garbage")
+    with pytest.raises(IDCError, match="scheduler.pt: not a plain tensor file"):
+        verify_checkpoint(str(ckpt))

@@ -26,6 +26,18 @@ from .base import Metric
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
+#: the longest caption METEOR is given: its aligner's memory grows with the product of the
+#: lengths, and a 240 kB caption exhausts the JVM's 2 GB (measured); IDC captions are < 500.
+MAX_METEOR_CHARS = 20_000
+
+
+def check_lengths(ids: Sequence[str], hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    """Refuse, before the JVM starts, a caption too long for METEOR, naming its pair."""
+    for pid, hyp, refs in zip(ids, hypotheses, references):
+        for what, text in (("prediction", hyp), *(("reference", r) for r in refs)):
+            if len(text) > MAX_METEOR_CHARS:
+                raise EvaluationError(f"pair {pid!r}: its {what} has {len(text):,} characters, more than METEOR can align "
+                                      f"({MAX_METEOR_CHARS:,}); check that caption, or score without METEOR (--metrics)")
 
 
 def score_line(hypothesis: str, references: Sequence[str]) -> str:

@@ -66,6 +66,21 @@ def card_record(out: Path) -> Optional[dict[str, Any]]:
     return record if isinstance(record, dict) else None
 
 
+def check_out_dir(out: Path) -> None:
+    """``out`` can be a run's folder: not a file, creatable, writable — one line otherwise,
+    before any work."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file, not a folder")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise RunError(f"--out {out}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise RunError(f"--out {out}: {probe} is not writable")
+
+
 def remove_owned(folder: Path, names: Iterable[str]) -> None:
     """Remove the entries ``names`` of ``folder`` (what a run of ours wrote there), nothing else."""
     for name in names:
@@ -168,6 +183,7 @@ class RunFolder:
         return self._open(overwrite)
 
     def _open(self, overwrite: bool) -> "RunFolder":
+        check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
             record = self._existing_record()

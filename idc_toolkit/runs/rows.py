@@ -228,6 +228,40 @@ def _in_hub_cache(name: str, repo_type: str) -> bool:
     return (Path(constants.HF_HUB_CACHE) / folder).is_dir()
 
 
+def check_against_card(folder: str | Path, split: str, files: list[Path]) -> None:
+    """A local folder's parquet files must agree with its card (``dataset_info``): the same
+    columns and, for ``split``, the same row count. A folder edited after it was written is
+    refused in one line naming it, before any work (``load_dataset`` would fail mid-way)."""
+    import pyarrow.parquet as pq
+
+    from ..cards import read_card_data
+
+    try:
+        info = read_card_data(folder).get("dataset_info")
+    except Exception:  # an unreadable card is the card reader's error, reported where facts are read
+        return
+    if isinstance(info, list):
+        info = info[0] if info else None
+    if not isinstance(info, dict):
+        return
+    names = [f.get("name") for f in info.get("features") or [] if isinstance(f, dict)]
+    counts = {s.get("name"): s.get("num_examples") for s in info.get("splits") or [] if isinstance(s, dict)}
+    try:
+        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        columns = pq.ParquetFile(files[0]).schema_arrow.names
+    except Exception as exc:
+        raise RunError(f"{files[0]}: not a readable parquet file ({exc})") from None
+    where = f"{folder}: data/{split}-*.parquet"
+    if names and set(columns) != set(names):
+        extra, missing = sorted(set(columns) - set(names)), sorted(set(names) - set(columns))
+        raise RunError(f"{where} has columns that its card (README.md dataset_info) does not list"
+                       f"{' (' + ', '.join(extra) + ')' if extra else ''}{' and lacks ' + ', '.join(missing) if missing else ''}; "
+                       "the folder was changed after it was written")
+    if isinstance(counts.get(split), int) and counts[split] != n:
+        raise RunError(f"{where} holds {n} rows but its card (README.md dataset_info) says {counts[split]}; "
+                       "the folder was changed after it was written")
+
+
 def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
     """``(rows, features, input fingerprint)`` of a split of a local folder or a Hub dataset."""
     from datasets import Features
@@ -237,6 +271,7 @@ def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
     name = str(dataset)
     files = local_split_files(name, split)
     if files:
+        check_against_card(name, split, files)
         rows = ParquetRows(files)
         return rows, Features.from_arrow_schema(rows.schema), parquet_files_fingerprint(files)
     if Path(name).is_dir():

@@ -72,10 +72,17 @@ def _base_model_type(base_model: str, revision: Optional[str]) -> str:
 def _open_split(dataset: str, split: str):
     from datasets import load_dataset
 
+    from ..runs.rows import check_against_card, local_split_files
+
+    files = local_split_files(str(dataset), split)
+    if files:
+        check_against_card(dataset, split, files)
     try:
         return load_dataset(str(dataset), split=split)
     except ValueError as exc:
         raise IDCError(f"{dataset}: cannot load split {split!r}: {exc}") from None
+    except Exception as exc:  # datasets' DatasetGenerationError and kin: one line, naming the folder
+        raise IDCError(f"{dataset}: cannot read split {split!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
 
 
 def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: Settings) -> tuple[Any, Any]:
@@ -220,6 +227,8 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         net.enable_input_require_grads()
     args = training_arguments(settings, out, device, report_to, progress)
     last = last_complete_checkpoint(out / "checkpoints")
+    if last:
+        verify_checkpoint(last)
     done_step = _checkpoint_step(last)
     if rank == 0:
         _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
@@ -296,6 +305,35 @@ def last_complete_checkpoint(folder: Path) -> Optional[str]:
         log.warning("removing %s: a kill interrupted its writing", path)
         shutil.rmtree(path)
     return None
+
+
+def verify_checkpoint(checkpoint: str) -> None:
+    """Every tensor file of a checkpoint loads as tensors only (``weights_only``, with the
+    numpy types the Trainer's RNG state needs): a corrupt file, or one that would run pickled
+    code, is refused in one line before the Trainer reads it. ``training_args.bin`` is never
+    read on resume."""
+    import torch
+    from transformers.trainer_pt_utils import safe_globals
+
+    for f in sorted(Path(checkpoint).glob("*.p*")):
+        if f.suffix not in (".pt", ".pth"):
+            continue
+        try:
+            with safe_globals():
+                torch.load(f, map_location="cpu", weights_only=True)
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0][:160]
+            raise IDCError(f"{f}: not a plain tensor file ({type(exc).__name__}: {reason}); the checkpoint is corrupt or "
+                           "holds pickled code: move it away to resume from the one before") from None
+    if (Path(checkpoint) / "adapter_model.safetensors").is_file():
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(Path(checkpoint) / "adapter_model.safetensors"), "pt"):
+                pass
+        except Exception as exc:
+            raise IDCError(f"{checkpoint}/adapter_model.safetensors is corrupt ({exc}); move the checkpoint away "
+                           "to resume from the one before") from None
 
 
 def _checkpoint_step(checkpoint: Optional[str]) -> int:
