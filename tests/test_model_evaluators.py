@@ -204,3 +204,50 @@ def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys)
         check_adapter(model, config, bad, "base", "adapter")
     with pytest.warns(UserWarning, match="was trained on 'Salesforce/blip2-opt-2.7b'"):
         check_adapter(model, config, state, str(models / "blip2"), "adapter")
+
+
+def test_model_json_is_complete_after_a_kill_before_finalisation(models, demo_dataset, tmp_path, monkeypatch):
+    """Every part written, then killed before finalising: the rerun loads no model and still
+    records the runner's preprocessing and decoding in model.json."""
+    from idc_toolkit.runs.folder import RunFolder
+
+    original = RunFolder.finalise
+
+    class Killed(Exception):
+        pass
+
+    def killed(self, *a, **k):
+        raise Killed
+
+    out = tmp_path / "eval"
+    args = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--out", str(out),
+            "--device", "cpu", "--batch-size", "5", "--predict-only", "--no-progress"]
+    monkeypatch.setattr(RunFolder, "finalise", killed)
+    with pytest.raises(Killed):
+        eval_main(args)
+    monkeypatch.setattr(RunFolder, "finalise", original)
+    from idc_toolkit.models.blip2idc import Blip2IDCRunner
+
+    monkeypatch.setattr(Blip2IDCRunner, "__init__", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded")))
+    assert eval_main(args) == 0
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["preprocess"] == "stacked pair" and meta["generation"].startswith("greedy, max_new_tokens=77")
+    assert meta["dtype"] == "torch.float32"
+
+
+def test_davir_save_attention_on_a_dataset_with_change_masks(models, demo_dataset, tmp_path):
+    """The README's example: --save-attention on a dataset that has a change_mask column."""
+    from idc_toolkit.entities.column import add_change_entities
+    from idc_toolkit.masks.column import add_change_masks
+
+    config = tmp_path / "tiny-clip-davir.json"
+    config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+                                  "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
+    masks = add_change_masks(demo_dataset, tmp_path / "masks", device="cpu", progress=False)
+    ents = add_change_entities(masks.out_dir, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu",
+                               progress=False, random_weights=True)
+    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(ents.out_dir),
+                      "--out", str(tmp_path / "eval"), "--device", "cpu", "--batch-size", "4", "--limit", "4",
+                      "--save-attention", str(tmp_path / "att"), "--metrics", "BLEU"]) == 0
+    maps = sorted((tmp_path / "att").iterdir())
+    assert len(maps) == 4 and (np.asarray(Image.open(maps[0]))[..., 1] == 255).any()  # the mask outline in green

@@ -54,6 +54,17 @@ class Runner:
         """Captions of a batch of pairs (``before``/``after`` decoded PIL images)."""
         raise NotImplementedError
 
+    @classmethod
+    def description(cls, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: Any,
+                    revision: Optional[str] = None, **options: Any) -> dict[str, Any]:
+        """What ``model.json`` records of the run (preprocessing, prompt, decoding, dtype), from
+        the arguments alone: a run finished after a kill, with no model loaded, records the same."""
+        try:
+            resolved = str(resolve_dtype(dtype, device))
+        except (RuntimeError, AssertionError):  # a CUDA device named on a driver without one (Ray)
+            resolved = f"{dtype} on {device}"
+        return {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": resolved}
+
 
 def resolve_dtype(dtype: str, device: str):
     import torch

@@ -198,10 +198,16 @@ class DavirRunner(Runner):
         self.inputs = DavirInputs(processor, num_entities, max_new_tokens)
         if self.attention_dir:
             self.attention_dir.mkdir(parents=True, exist_ok=True)
-        self.describe = {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": str(self.dtype),
-                         "prompt": f"{PROMPT} Entity: <top {num_entities} of the entities column>",
-                         "pair_input": "before and after encoded separately, tokens concatenated for the Q-Former",
-                         "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding"}
+        self.describe = self.description(base_model, adapter, device, dtype, facts, revision,
+                                         max_new_tokens=max_new_tokens, num_entities=num_entities)
+
+    @classmethod
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, max_new_tokens: int = MAX_NEW_TOKENS,
+                    num_entities: int = 1, **_: Any) -> dict[str, Any]:
+        return {**super().description(base_model, adapter, device, dtype, facts, revision),
+                "prompt": f"{PROMPT} Entity: <top {num_entities} of the entities column>",
+                "pair_input": "before and after encoded separately, tokens concatenated for the Q-Former",
+                "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding"}
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
         texts = self.inputs.decode(self.model, rows)

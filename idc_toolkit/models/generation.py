@@ -92,7 +92,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                     if parts[k]["file"]:
                         for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
                             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            describe = task.runner.describe if task.runner is not None else {}
+            describe = runner_cls.description(device=device, **kwargs)  # the same whether or not this process loaded it
             (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
                                                              default=str) + "\n")
 
