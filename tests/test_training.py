@@ -226,3 +226,34 @@ def test_kill_9_inside_validation_resumes_to_the_same_table_and_adapter(bases, d
         assert json.loads((out / "epochs.json").read_text()) == whole and len(whole) == 3
         a, b = _adapter_tensors(tmp_path / "whole" / "adapter"), _adapter_tensors(out / "adapter")
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(bases, demo_dataset, tmp_path):
+    """torchrun, 2 CPU ranks of batch 4 against one process of batch 8: the same steps.jsonl
+    losses, the same validation row (captions split between the ranks and gathered), the same
+    adapter; only rank 0 wrote the run folder."""
+    import os
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    from idc_toolkit.models.tiny import save_tiny_blip2
+
+    base = save_tiny_blip2(tmp_path / "no_dropout", dropout=0.0)
+    common = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--split", "train[:24]", "--base-model", str(base),
+              "--epochs", "1", "--lr", "2e-2", "--device", "cpu", "--no-progress", "--report-to", "none", "--seed", "2",
+              "--val-limit", "6", "--lora-dropout", "0"]
+    assert train_main([*common, "--batch-size", "8", "--out", str(tmp_path / "one")]) == 0
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.train",
+           *common, "--batch-size", "4", "--out", str(tmp_path / "two")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    steps = [[json.loads(line) for line in (tmp_path / n / "steps.jsonl").read_text().splitlines()] for n in ("one", "two")]
+    assert [r["step"] for r in steps[1]] == [1, 2, 3]  # one line per optimizer step: rank 0 alone wrote
+    for a, b in zip(*steps):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-4), (a, b)
+    epochs = [json.loads((tmp_path / n / "epochs.json").read_text()) for n in ("one", "two")]
+    assert len(epochs[1]) == 1 and epochs[1][0]["CIDEr"] == pytest.approx(epochs[0][0]["CIDEr"], abs=1e-6)
+    a, b = (load_file(str(tmp_path / n / "adapter" / "adapter_model.safetensors")) for n in ("one", "two"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)

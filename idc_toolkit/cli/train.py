@@ -29,7 +29,7 @@ def _trainer_arg(text: str) -> tuple[str, object]:
 
 
 def make_parser(model: str | None = None):
-    from ..checks import arg_type, non_negative_int, positive_float, positive_int
+    from ..checks import arg_type, non_negative_int, positive_float, positive_int, unit_interval
     from ..models.registry import MODELS
 
     p = common.parser("idc-train", "Fine-tune the checkpoints idc-eval --model runs (BLIP2IDC, DAVIR) with LoRA on "
@@ -51,6 +51,8 @@ def make_parser(model: str | None = None):
                    help="gradient accumulation steps (the loss is exact: the same as one batch N times larger)")
     p.add_argument("--lr", type=arg_type(positive_float, "--lr"), help="default: the dataset's (README, training table)")
     p.add_argument("--lora-rank", type=arg_type(positive_int, "--lora-rank"), help="default: the dataset's (README)")
+    p.add_argument("--lora-dropout", type=arg_type(unit_interval, "--lora-dropout"), default=0.05,
+                   help="dropout on the LoRA input (both papers: 0.05)")
     p.add_argument("--max-steps", type=arg_type(positive_int, "--max-steps"), default=-1,
                    help="stop after N optimizer steps (overrides --epochs; default: none)")
     p.add_argument("--save-steps", type=arg_type(positive_int, "--save-steps"), help="checkpoint every N steps (default: every epoch)")
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         result = train(args.model, args.dataset, args.out, split=args.split, val_split=args.val_split or None,
                        variant=args.variant, base_model=args.base_model, revision=args.revision, epochs=args.epochs,
                        batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr, lora_rank=args.lora_rank,
+                       lora_dropout=args.lora_dropout,
                        max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed, device=args.device,
                        dtype=args.dtype, val_limit=args.val_limit, gradient_checkpointing=args.gradient_checkpointing,
                        options={k: getattr(args, k) for k in own}, trainer_args=dict(args.trainer_arg),

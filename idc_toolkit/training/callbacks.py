@@ -17,6 +17,13 @@ def _batches(rows, size: int):
         yield [rows[i] for i in range(start, min(len(rows), start + size))]
 
 
+def _rank_world() -> tuple[int, int]:
+    from ..runs.ranks import dist_info
+
+    rank, world, _ = dist_info()
+    return rank, world
+
+
 def _epoch_ended(state) -> bool:
     return state.epoch is not None and abs(state.epoch - round(state.epoch)) < 1e-6 and round(state.epoch) > 0
 
@@ -40,16 +47,28 @@ class EpochValidation(TrainerCallback):
         return self.rows if not limit else self.rows.select(range(min(limit, len(self.rows))))
 
     def _cider(self, model, batch_size: int) -> dict[str, Any]:
-        from ..evaluators.scoring import evaluate
+        """Each rank captions its share of the split (rows ``rank::world``); rank 0 gathers the
+        captions, scores them and sends the scores back, so every rank takes the same decision."""
+        from .ranks import gather_to_first, share_from_first
 
+        rows = self._rows()
+        rank, world = _rank_world()
+        mine = rows.select(range(rank, len(rows), world)) if world > 1 else rows
         preds: dict[str, str] = {}
-        for batch in _batches(self._rows(), batch_size):
+        for batch in _batches(mine, batch_size):
             for row, caption in zip(batch, self.recipe.generate(model, batch)):
                 preds[row["pair_id"]] = caption
-        metrics = evaluate(preds, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
-                           allow_missing=bool(self.settings.val_limit)).metrics
-        return {"CIDEr": 100 * metrics["overall"]["CIDEr"],
-                **{f"CIDEr/{c}": 100 * v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
+        gathered = gather_to_first(preds)
+        scores = None
+        if rank == 0:
+            from ..evaluators.scoring import evaluate
+
+            merged = {k: v for part in gathered for k, v in part.items()}
+            metrics = evaluate(merged, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
+                               allow_missing=bool(self.settings.val_limit)).metrics
+            scores = {"CIDEr": 100 * metrics["overall"]["CIDEr"],
+                      **{f"CIDEr/{c}": 100 * v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
+        return share_from_first(scores)
 
     def _loss(self, model, batch_size: int) -> dict[str, Any]:
         import torch
@@ -123,7 +142,9 @@ class StepLog(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:
             return
-        terms, self.terms = self.terms, {}
+        from .ranks import sum_over_ranks
+
+        terms, self.terms = sum_over_ranks(self.terms), {}  # each rank holds its tokens' share of the step
         if not state.is_world_process_zero:
             return
         row = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "loss": terms.pop("loss", logs["loss"]),

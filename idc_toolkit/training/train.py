@@ -189,7 +189,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     from ..models.registry import get_recipe_class
     from ..runs import RunFolder
     from ..runs.folder import write_json_atomic
-    from ..runs.ranks import dist_info
+    from ..runs.ranks import barrier, dist_info
 
     recipe_cls = get_recipe_class(model)
     out = Path(out)
@@ -232,6 +232,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     done_step = _checkpoint_step(last)
     if rank == 0:
         _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
+    barrier()  # the other ranks read the truncated tables
     validation = EpochValidation(recipe, val_rows, dataset, settings, out)
     steps = StepLog(out / STEPS_FILE)
     extra = [validation, steps]
