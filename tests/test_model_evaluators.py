@@ -251,3 +251,32 @@ def test_davir_save_attention_on_a_dataset_with_change_masks(models, demo_datase
                       "--save-attention", str(tmp_path / "att"), "--metrics", "BLEU"]) == 0
     maps = sorted((tmp_path / "att").iterdir())
     assert len(maps) == 4 and (np.asarray(Image.open(maps[0]))[..., 1] == 255).any()  # the mask outline in green
+
+
+def test_a_hub_adapter_is_downloaded_at_its_revision_and_fingerprinted_by_content(models, demo_dataset, tmp_path,
+                                                                                  monkeypatch):
+    """No network here: the Hub's answer is a local copy of the adapter; what is checked is that
+    the revision is passed on and that the run records the Hub id and the content hash."""
+    import huggingface_hub
+
+    from idc_toolkit.runs import rows
+
+    asked = {}
+
+    def snapshot(repo_id, revision=None, allow_patterns=None, **_):
+        asked.update(repo_id=repo_id, revision=revision, patterns=allow_patterns)
+        return str(models / "lora_new")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    monkeypatch.setattr(rows, "check_hub_repo", lambda *a, **k: None)
+    out = tmp_path / "eval"
+    assert eval_main(["--model", "blip2idc", "--base-model", str(models / "blip2"), "--adapter", "someone/blip2idc-lora",
+                      "--adapter-revision", "abc123", "--dataset", str(demo_dataset), "--out", str(out), "--device", "cpu",
+                      "--batch-size", "5", "--predict-only", "--no-progress"]) == 0
+    assert asked == {"repo_id": "someone/blip2idc-lora", "revision": "abc123",
+                     "patterns": ["adapter_config.json", "adapter_model.*"]}
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["adapter"] == "someone/blip2idc-lora" and meta["adapter_revision"] == "abc123"
+    from idc_toolkit.runs.fingerprint import path_content
+
+    assert meta["adapter_sha256"] == path_content(models / "lora_new")

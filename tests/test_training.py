@@ -257,3 +257,45 @@ def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(b
     assert len(epochs[1]) == 1 and epochs[1][0]["CIDEr"] == pytest.approx(epochs[0][0]["CIDEr"], abs=1e-6)
     a, b = (load_file(str(tmp_path / n / "adapter" / "adapter_model.safetensors")) for n in ("one", "two"))
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_model_card_report_to_and_push_to_hub(bases, demo_dataset, tmp_path, monkeypatch):
+    """The kept adapter has a filled model card (no local path in it); validation CIDEr per
+    category reaches the Trainer's log (what report_to sends to TensorBoard / W&B); --push-to-hub
+    uploads the adapter folder with that card."""
+    import huggingface_hub
+    from transformers import TrainerCallback
+
+    logged = []
+
+    class Capture(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logged.append(dict(logs or {}))
+
+    uploads = []
+
+    class FakeApi:
+        def create_repo(self, repo, **k):
+            uploads.append(("create", repo))
+
+        def upload_folder(self, folder_path, repo_id, **k):
+            uploads.append(("upload", repo_id, sorted(p.name for p in __import__("pathlib").Path(folder_path).iterdir())))
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    r = train("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), epochs=1, batch_size=8,
+              lr=2e-2, val_limit=6, device="cpu", progress=False, report_to="none", callbacks=(Capture(),),
+              push_to_hub="me/blip2idc-demo")
+    evals = [entry for entry in logged if "eval/CIDEr" in entry]
+    assert len(evals) == 1 and any(k.startswith("eval/CIDEr/") for k in evals[0])
+    card = (r.adapter / "README.md").read_text()
+    assert "library_name: peft" in card and "| `variant` | `ours` |" in card and "evennou2025reframing" in card
+    assert "Kept adapter: epoch 1" in card and str(tmp_path) not in card and str(bases["blip2idc"]) not in card
+    assert uploads[0] == ("create", "me/blip2idc-demo") and uploads[1][:2] == ("upload", "me/blip2idc-demo")
+    assert {"README.md", "adapter_config.json", "adapter_model.safetensors"} <= set(uploads[1][2])
+
+
+def test_the_adapter_config_names_a_local_base_by_its_folder_name_only(bases, demo_dataset, tmp_path):
+    r = train("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), max_steps=1, batch_size=4,
+              val_split=None, device="cpu", progress=False, report_to="none")
+    cfg = json.loads((r.adapter / "adapter_config.json").read_text())
+    assert cfg["base_model_name_or_path"] == bases["blip2idc"].name

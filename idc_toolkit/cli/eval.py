@@ -63,7 +63,9 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     m = p.add_argument_group("checkpoint runs (--model)")
     m.add_argument("--base-model", help="base model name or local path")
     m.add_argument("--revision", help="base model revision (Hub)")
-    m.add_argument("--adapter", help="LoRA adapter folder (peft; adapter_model.safetensors or the old adapter_model.bin)")
+    m.add_argument("--adapter", help="LoRA adapter: a folder or a Hub model id (peft; adapter_model.safetensors or the old "
+                                     "adapter_model.bin)")
+    m.add_argument("--adapter-revision", help="the adapter's revision, when --adapter is a Hub id")
     m.add_argument("--batch-size", type=arg_type(positive_int, "--batch-size"), default=8, help="pairs per generation batch")
     m.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     m.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="model dtype")
@@ -175,8 +177,6 @@ def run_model(args) -> None:
         raise IDCError("--model needs --dataset (the pairs to caption and their references)")
     if not args.base_model:
         raise IDCError("--model needs --base-model (a Hub name or a local folder)")
-    if args.adapter and not Path(args.adapter).is_dir():
-        raise IDCError(f"adapter folder not found: {args.adapter}")
     check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     cls = get_runner_class(args.model)
     rank, world, local_rank = dist_info()
@@ -188,7 +188,7 @@ def run_model(args) -> None:
                                 revision=args.revision, options=cls.options(args), batch_size=args.batch_size,
                                 limit=args.limit, overwrite=args.overwrite, progress=not args.no_progress,
                                 engine=args.engine, ray_address=args.ray_address,
-                                ray_gpus_per_actor=args.ray_gpus_per_actor)
+                                ray_gpus_per_actor=args.ray_gpus_per_actor, adapter_revision=args.adapter_revision)
     if rank != 0:  # rank 0 scores what every rank generated
         return
     log.info("predictions: %s", path)

@@ -65,6 +65,7 @@ def make_parser(model: str | None = None):
                    help="any other TrainingArguments field (repeatable), e.g. warmup_steps=100")
     p.add_argument("--report-to", default="auto", help="auto (TensorBoard when installed) | none | tensorboard,wandb")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--push-to-hub", metavar="REPO", help="upload the kept adapter with its model card to this Hub model repo")
     p.add_argument("--dry-run", action="store_true",
                    help="check everything, print parameters (total and trainable per module group) and an estimate of a "
                         "step's memory from the base's config; load no weights, write nothing")
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                        dtype=args.dtype, val_limit=args.val_limit, gradient_checkpointing=args.gradient_checkpointing,
                        options={k: getattr(args, k) for k in own}, trainer_args=dict(args.trainer_arg),
                        report_to=args.report_to, overwrite=args.overwrite, progress=not args.no_progress,
-                       dry_run=args.dry_run)
+                       dry_run=args.dry_run, push_to_hub=args.push_to_hub)
         if result.estimate is not None:
             print(f"{args.model} ({result.settings.variant}) on {args.dataset}, batch {result.settings.batch_size}, "
                   f"base {result.settings.base_model}\n")

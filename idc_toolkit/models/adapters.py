@@ -16,11 +16,31 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from idc_toolkit.errors import IDCError
 
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$")
+
+
+def resolve_adapter(adapter: str, revision: Optional[str] = None) -> str:
+    """A local adapter folder for ``adapter``: the folder itself, or a Hub model repo's adapter
+    files (``adapter_config.json``, ``adapter_model.*``) at ``revision``, downloaded once into
+    the Hub cache (``HF_HOME``). One line when neither exists."""
+    if Path(adapter).is_dir():
+        return str(adapter)
+    from ..runs.rows import check_hub_repo, looks_like_repo_id
+
+    if not looks_like_repo_id(adapter):
+        raise IDCError(f"adapter folder not found: {adapter} (and not a Hub id of the form org/name)")
+
+    check_hub_repo(adapter, "model", "--adapter", revision)
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(adapter, revision=revision, allow_patterns=["adapter_config.json", "adapter_model.*"])
+    except Exception as exc:  # connection and Hub errors come in many types
+        raise IDCError(f"--adapter {adapter!r}: cannot download it ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
 
 
 def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..cards import citations
 from ..errors import IDCError
 from ..facts import DatasetFacts
 from ..training.recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
@@ -131,6 +132,7 @@ class Blip2IDCRecipe(Recipe):
     name = "blip2idc"
     model_type = "blip-2"
     model_class = "Blip2ForConditionalGeneration"
+    citation = citations.SYNED
     base_model = BASE_MODEL
     revision = BASE_REVISION
     max_new_tokens = MAX_NEW_TOKENS

@@ -50,10 +50,13 @@ class GenerationTask:
 
 
 def model_fields(model: str, base_model: str, adapter: Optional[str], revision: Optional[str], dtype: str,
-                 options: dict[str, Any]) -> dict[str, Any]:
-    """What a model's captions depend on: names, revision, content hashes, dtype, options."""
+                 options: dict[str, Any], adapter_path: Optional[str] = None,
+                 adapter_revision: Optional[str] = None) -> dict[str, Any]:
+    """What a model's captions depend on: names, revisions, content hashes (of the adapter's
+    local copy when it came from the Hub), dtype, options."""
     return {"model": model, "base_model": base_model, "revision": revision, "base_model_sha256": path_content(base_model),
-            "adapter": adapter, "adapter_sha256": path_content(adapter), "dtype": dtype,
+            "adapter": adapter, "adapter_revision": adapter_revision, "adapter_sha256": path_content(adapter_path or adapter),
+            "dtype": dtype,
             **{k: v for k, v in options.items() if k != "save_attention"}}
 
 
@@ -61,24 +64,28 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                          device: str = "cpu", dtype: str = "auto", revision: Optional[str] = None,
                          options: Optional[dict[str, Any]] = None, batch_size: int = 8, limit: Optional[int] = None,
                          overwrite: bool = False, progress: bool = True, engine: str = "local",
-                         rows_per_part: Optional[int] = None, **engine_options: Any) -> Path:
+                         rows_per_part: Optional[int] = None, adapter_revision: Optional[str] = None,
+                         **engine_options: Any) -> Path:
     """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
     from .. import __version__
     from ..cards import dataset_facts
 
+    from .adapters import resolve_adapter
+
     options = dict(options or {})
+    adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split)
     facts = dataset_facts(dataset)
     runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
-              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options)}
+              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, adapter_revision)}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final
-    kwargs = {"base_model": base_model, "adapter": adapter, "dtype": dtype, "facts": facts, "revision": revision, **options}
+    kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
     task = GenerationTask(runner_cls, kwargs, batch_size)
     outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, engine=engine,
                       device=device, progress=progress, desc=runner_cls.name, **engine_options)
@@ -92,7 +99,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                     if parts[k]["file"]:
                         for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
                             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            describe = runner_cls.description(device=device, **kwargs)  # the same whether or not this process loaded it
+            describe = runner_cls.description(device=device, **{**kwargs, "adapter": adapter})  # with or without a loaded model
             (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
                                                              default=str) + "\n")
 

@@ -186,7 +186,7 @@ def local_split_files(dataset: Path | str, split: str) -> list[Path]:
     return sorted((folder / "data").glob(f"{split}-*.parquet")) if folder.is_dir() else []
 
 
-def _looks_like_repo_id(name: str) -> bool:
+def looks_like_repo_id(name: str) -> bool:
     parts = name.split("/")
     return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
 
@@ -196,7 +196,7 @@ def check_hub_repo(name: str, repo_type: str, what: str, revision: Optional[str]
     Hub repo (instead of ``datasets``' or ``transformers``' minutes of retries)."""
     if Path(name).exists():
         return
-    if not _looks_like_repo_id(name):
+    if not looks_like_repo_id(name):
         raise RunError(f"{what} {name!r}: no such local folder (and not a Hub id of the form org/name)")
     from huggingface_hub import constants
 

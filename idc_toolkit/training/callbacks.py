@@ -110,6 +110,9 @@ class EpochValidation(TrainerCallback):
                 save_adapter(model, self.out / "adapter", self.settings.base_model)
         entry["kept"] = improved
         self.table.append(entry)
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None:  # TensorBoard / W&B (report_to) get the validation scores, per category too
+            trainer.log({f"eval/{k}": v for k, v in scores.items()})
         if state.is_world_process_zero:
             write_json_atomic(self.out / "epochs.json", self.table)
             write_text_atomic(self.out / "epochs.md", epochs_markdown(self.table))

@@ -102,6 +102,8 @@ class Recipe:
     dataset_defaults: ClassVar[dict[Optional[str], DatasetDefaults]]
     #: the decoding that validation and ``idc-eval --model`` share
     max_new_tokens: ClassVar[int] = 77
+    #: BibTeX of the method, for the adapter's model card
+    citation: ClassVar[str] = ""
 
     # -- options and defaults --------------------------------------------------------------
     @classmethod

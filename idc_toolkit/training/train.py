@@ -179,11 +179,12 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
           device: str = "auto", dtype: str = "auto", val_limit: int = 0, gradient_checkpointing: bool = False,
           options: Optional[dict[str, Any]] = None, trainer_args: Optional[dict[str, Any]] = None,
           report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = (),
-          dry_run: bool = False) -> TrainResult:
+          dry_run: bool = False, push_to_hub: Optional[str] = None) -> TrainResult:
     """Train ``model``'s recipe on ``dataset`` into ``out`` (see the module docstring).
     ``options`` are the recipe's own (``fac_weight``, ``pair_style``, ...). ``dry_run``: check
     everything, count parameters and estimate a step's memory from the base's configuration
-    (:mod:`.estimate`), write nothing and load no weights."""
+    (:mod:`.estimate`), write nothing and load no weights. ``push_to_hub``: upload the kept
+    adapter with its model card (:mod:`.card`) to that Hub model repo."""
     from ..cards import dataset_facts
     from ..devices import resolve_device
     from ..models.registry import get_recipe_class
@@ -210,6 +211,10 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     fields = run_fields(settings, dataset)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
     if folder.complete:
+        if push_to_hub and rank_of_this_process() == 0:
+            from .card import push_adapter
+
+            push_adapter(out / "adapter", push_to_hub)
         return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
     device = resolve_device(device)
     rank = dist_info()[0]
@@ -241,17 +246,32 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                callbacks=extra + list(callbacks))
     trainer.recipe, trainer.step_log = recipe, steps
+    validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
     if last:
         log.info("resuming from %s", last)
     outcome = trainer.train(resume_from_checkpoint=last)
     if rank == 0:
+        from ..runs.folder import write_text_atomic
+        from .card import adapter_card
+
         if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
             save_adapter(net, out / "adapter", settings.base_model)
+        write_text_atomic(out / "adapter" / "README.md", adapter_card(recipe_cls, settings, fields, dataset, validation.table))
         record = _record(fields, complete=True, epochs=validation.table)
         record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
         folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
+        if push_to_hub:
+            from .card import push_adapter
+
+            push_adapter(out / "adapter", push_to_hub)
     losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
     return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
+
+
+def rank_of_this_process() -> int:
+    from ..runs.ranks import dist_info
+
+    return dist_info()[0]
 
 
 def load_dtype(dtype: str, device: str):
@@ -408,7 +428,9 @@ def save_adapter(net, folder: Path, base_model: str) -> None:
     net.save_pretrained(str(tmp))
     cfg_path = tmp / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
-    cfg["base_model_name_or_path"] = base_model
+    # a Hub id as it is; a local base by its folder name only (the card names its content hash):
+    # an uploaded adapter never publishes this machine's directory layout
+    cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
     cfg_path.write_text(json.dumps(cfg, indent=2))
     old = folder.with_name(folder.name + ".old")
     if folder.exists():
