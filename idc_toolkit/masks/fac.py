@@ -93,3 +93,17 @@ def fac_loss(attention_before, attention_after, soft_mask, reading: str = "paper
     from ..errors import IDCError
 
     raise IDCError(f"unknown FAC reading {reading!r}; choose {', '.join(FAC_READINGS)}")
+
+
+def attention_on_mask(attention, soft_mask):
+    """How much of each image's attention lies on the change: ``sum_i a_i m_i / sum_i a_i`` for
+    attention ``(B, 2, N)`` over N = g*g patches and eq. 6's soft mask ``(B, g, g)`` (the mask
+    value the attention expects; uniform attention gives the mask's mean). Pairs without a
+    change give NaN. What FAC aims to raise (DAVIR Fig. 4)."""
+    import torch
+
+    m = torch.as_tensor(soft_mask).float().flatten(1)  # (B, N)
+    att = attention.float()
+    share = (att * m[:, None, :]).sum(-1) / att.sum(-1).clamp_min(1e-12)  # (B, 2)
+    share[m.sum(1) == 0] = float("nan")
+    return share
