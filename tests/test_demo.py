@@ -10,7 +10,7 @@ pytestmark = pytest.mark.java
 def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
     """One demo run (the slowest test, so it runs once) covers every step and the tiny model."""
     out = tmp_path / "demo"
-    assert main(["--out", str(out), "--n-per-type", "5", "--with-model"]) == 0
+    assert main(["--out", str(out), "--n-per-type", "5", "--with-model", "--train-epochs", "2"]) == 0
     printed = capsys.readouterr().out
     assert "| distractor |" in printed and "| change_only |" in printed
     m = json.loads((out / "eval" / "metrics.json").read_text())
@@ -23,7 +23,13 @@ def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
     card = (out / "clevr_change_demo" / "README.md").read_text()
     assert "PROCEDURAL DEMO DATA, not the CLEVR-Change release" in card
     assert "PROCEDURAL DEMO DATA" in (out / "clevr_change_demo_entities" / "README.md").read_text()
-    assert len((out / "eval_blip2idc" / "predictions.jsonl").read_text().splitlines()) == 10
-    assert "by_category" in json.loads((out / "eval_blip2idc" / "metrics.json").read_text())
+    for name in ("blip2idc", "davir"):  # both recipes trained on the tiny bases: they write captions that score
+        captions = [json.loads(line)["caption"] for line in (out / f"eval_{name}" / "predictions.jsonl").read_text().splitlines()]
+        assert len(captions) == 10 and all(c.strip() for c in captions), captions
+        assert json.loads((out / f"eval_{name}" / "metrics.json").read_text())["overall"]["CIDEr"] > 0.05
+        steps = [json.loads(line) for line in (out / "runs" / name / "steps.jsonl").read_text().splitlines()]
+        assert steps and ("attention_loss" in steps[0]) == (name == "davir")
+    assert "| BLIP2IDC (tiny, trained) |" in printed and "| nearest-neighbour baseline |" in printed
+    assert sorted((out / "runs" / "davir" / "attention").iterdir())
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

@@ -57,30 +57,42 @@ def word_tokenizer(words: list[str], style: str):
                                    padding_side="left")
 
 
-def _pretrain_language_model(lm, tok, texts: list[str], steps: int, seed: int) -> None:
-    """Teach the language model the captions as text: next-token prediction, all weights."""
+def _pretrain_language_model(model, tok, texts: list[str], steps: int, seed: int, qformer_tok=None,
+                             qformer_text: str = "") -> None:
+    """Teach the language model the captions: next-token prediction on ``texts``, with the
+    query outputs of random-noise images in front (the layout of a real input: image slots,
+    BOS, text), so the model learns the sentences without learning to expect no image. Only the
+    language model's weights change; the vision encoder and Q-Former stay as initialised."""
     import random
 
     import torch
 
     rng = random.Random(seed)
-    opt = torch.optim.AdamW(lm.parameters(), lr=3e-3)
-    lm.train()
+    gen = torch.Generator().manual_seed(seed)
+    n_query, image_token = model.config.num_query_tokens, model.config.image_token_index
+    size = model.config.vision_config.image_size
+    opt = torch.optim.AdamW(model.language_model.parameters(), lr=3e-3)
+    model.train()
     for _ in range(steps):
         batch = [rng.choice(texts) for _ in range(32)]
-        ids = [tok(t)["input_ids"] + [tok.eos_token_id] for t in batch]
+        ids = [[image_token] * n_query + tok(t)["input_ids"] + [tok.eos_token_id] for t in batch]
         width = max(map(len, ids))
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.unk_token_id
         x = torch.full((len(ids), width), pad)
         labels = torch.full((len(ids), width), -100)
         for i, row in enumerate(ids):
             x[i, :len(row)] = torch.tensor(row)
-            labels[i, :len(row)] = torch.tensor(row)
-        loss = lm(input_ids=x, attention_mask=(labels != -100).long(), labels=labels).loss
+            labels[i, n_query:len(row)] = torch.tensor(row[n_query:])
+        inputs = {"input_ids": x, "attention_mask": (x != pad).long() | (labels != -100).long(),
+                  "pixel_values": torch.randn(len(ids), 3, size, size, generator=gen), "labels": labels}
+        if qformer_tok is not None:
+            q = qformer_tok([qformer_text] * len(ids), return_tensors="pt", padding=True)
+            inputs.update(qformer_input_ids=q["input_ids"], qformer_attention_mask=q["attention_mask"])
+        loss = model(**inputs).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
-    lm.eval()
+    model.eval()
 
 
 def save_demo_blip2(folder: Path | str, captions: list[str], seed: int = 0, steps: int = 300) -> Path:
@@ -103,7 +115,7 @@ def save_demo_blip2(folder: Path | str, captions: list[str], seed: int = 0, step
         num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
     torch.manual_seed(seed)
     model = Blip2ForConditionalGeneration(cfg)
-    _pretrain_language_model(model.language_model, tok, captions, steps, seed)
+    _pretrain_language_model(model, tok, captions, steps, seed)
     folder = Path(folder)
     model.eval().save_pretrained(folder)
     proc.save_pretrained(folder)
@@ -119,7 +131,7 @@ def save_demo_instructblip(folder: Path | str, captions: list[str], prompt_words
 
     import random
 
-    from ..models.davir import build_prompt
+    from ..models.davir import PROMPT, build_prompt
 
     words = words_of([*captions, *prompt_words])
     tok = word_tokenizer(words, "llama")
@@ -144,7 +156,7 @@ def save_demo_instructblip(folder: Path | str, captions: list[str], prompt_words
         num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
     torch.manual_seed(seed)
     model = InstructBlipForConditionalGeneration(cfg)
-    _pretrain_language_model(model.language_model, tok, texts, steps, seed)
+    _pretrain_language_model(model, tok, texts, steps, seed, qtok, PROMPT.lower())
     folder = Path(folder)
     model.eval().save_pretrained(folder)
     proc.save_pretrained(folder)

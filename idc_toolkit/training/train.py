@@ -245,6 +245,10 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         extra.append(AttentionPictures(recipe, val_rows or train_rows, out, int(settings.options["attention_every"])))
     trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                callbacks=extra + list(callbacks))
+    if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
     trainer.recipe, trainer.step_log = recipe, steps
     validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
     if last:
