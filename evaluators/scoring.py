@@ -3,7 +3,6 @@ from Python with the same numbers and the same files."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path

@@ -28,32 +28,28 @@ def _number(option: str, value: Any, kind: type) -> Any:
     return number
 
 
+def _at_least(option: str, value: Any, kind: type, low: float, strict: bool) -> Any:
+    x = _number(option, value, kind)
+    if x < low or (strict and x == low):
+        bound = f"greater than {low:g}" if strict else ("at least 1" if (kind is int and low == 1) else f"{low:g} or more")
+        raise IDCError(f"{option} {value!r}: must be {bound}")
+    return x
+
+
 def positive_int(option: str, value: Any) -> int:
-    n = _number(option, value, int)
-    if n < 1:
-        raise IDCError(f"{option} {value!r}: must be at least 1")
-    return n
+    return _at_least(option, value, int, 1, strict=False)
 
 
 def non_negative_int(option: str, value: Any) -> int:
-    n = _number(option, value, int)
-    if n < 0:
-        raise IDCError(f"{option} {value!r}: must be 0 or more")
-    return n
+    return _at_least(option, value, int, 0, strict=False)
 
 
 def positive_float(option: str, value: Any) -> float:
-    x = _number(option, value, float)
-    if x <= 0:
-        raise IDCError(f"{option} {value!r}: must be greater than 0")
-    return x
+    return _at_least(option, value, float, 0.0, strict=True)
 
 
 def non_negative_float(option: str, value: Any) -> float:
-    x = _number(option, value, float)
-    if x < 0:
-        raise IDCError(f"{option} {value!r}: must be 0 or more")
-    return x
+    return _at_least(option, value, float, 0.0, strict=False)
 
 
 def unit_interval(option: str, value: Any) -> float:

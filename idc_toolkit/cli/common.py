@@ -63,6 +63,17 @@ def engine_options(args: argparse.Namespace) -> dict:
             "ray_actors": args.ray_actors, "ray_gpus_per_actor": args.ray_gpus_per_actor}
 
 
+def model_name(argv: list[str]) -> str | None:
+    """The value of ``--model`` in ``argv``, before parsing: the parser then adds that model's
+    own options (shown by ``--model NAME --help``)."""
+    for k, a in enumerate(argv):
+        if a == "--model" and k + 1 < len(argv):
+            return argv[k + 1]
+        if a.startswith("--model="):
+            return a.split("=", 1)[1]
+    return None
+
+
 def setup_logging(args: argparse.Namespace) -> None:
     level = logging.WARNING if getattr(args, "quiet", False) else logging.INFO
     if getattr(args, "verbose", 0) >= 2:

@@ -40,15 +40,6 @@ def _add_reference_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
 
 
-def _model_name(argv: list[str]) -> str | None:
-    for k, a in enumerate(argv):
-        if a == "--model" and k + 1 < len(argv):
-            return argv[k + 1]
-        if a.startswith("--model="):
-            return a.split("=", 1)[1]
-    return None
-
-
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``model``, that runner's own options are added (and shown by --help)."""
     from ..checks import arg_type, non_negative_int, positive_int
@@ -209,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             common.setup_logging(args)
             run_compare(args)
             return 0
-        args = make_parser(_model_name(argv)).parse_args(argv)
+        args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)
         if args.model:
             run_model(args)

@@ -8,15 +8,6 @@ from __future__ import annotations
 from . import common
 
 
-def _model_name(argv: list[str]) -> str | None:
-    for k, a in enumerate(argv):
-        if a == "--model" and k + 1 < len(argv):
-            return argv[k + 1]
-        if a.startswith("--model="):
-            return a.split("=", 1)[1]
-    return None
-
-
 def _trainer_arg(text: str) -> tuple[str, object]:
     import argparse
 
@@ -85,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     def work() -> int:
         from ..training import train
 
-        args = make_parser(_model_name(argv)).parse_args(argv)
+        args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)
         from ..models.registry import get_recipe_class
 

@@ -269,7 +269,9 @@ class StatisticsCache:
         self.db = None
         if setting == "0":
             return
-        path = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "idc_toolkit" / "meteor_stats.sqlite"
+        from ..cache import cache_dir
+
+        path = Path(setting) if setting else cache_dir("meteor_stats.sqlite")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)

@@ -5,7 +5,7 @@ Point ``--spice-jars DIR`` (or ``IDC_SPICE_JARS``) at a folder holding
 ``stanford-corenlp-3.6.0.jar`` and ``stanford-corenlp-3.6.0-models.jar`` (from
 ``stanford-corenlp-full-2015-12-09.zip``). SPICE then runs with pycocoevalcap's
 ``spice-1.0.jar`` and its ``lib/`` jars, with the ``--add-opens`` flags Java 16+ needs for its
-LMDB cache, its cache in the user cache dir (``$XDG_CACHE_HOME/idc_toolkit/spice``) and its
+LMDB cache, its cache in the user cache dir (``idc_toolkit.cache.cache_dir('spice')``: ``$IDC_CACHE/spice``) and its
 temporary files in the system temp dir, never in site-packages.
 
 SPICE 1.0 writes its ``-out`` file through the Nashorn JavaScript engine, which JDK 15+
@@ -65,8 +65,9 @@ def spice_unavailable_reason(jar_dir: Optional[Path]) -> Optional[str]:
 
 
 def cache_dir() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    path = base / "idc_toolkit" / "spice"
+    from ..cache import cache_dir as toolkit_cache
+
+    path = toolkit_cache("spice")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

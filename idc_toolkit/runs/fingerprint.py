@@ -54,8 +54,9 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 
 def _hash_cache_path() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "idc_toolkit" / "content_hashes.json"
+    from ..cache import cache_dir
+
+    return cache_dir("content_hashes.json")
 
 
 def file_sha256(path: Path | str) -> str:

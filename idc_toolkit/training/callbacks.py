@@ -112,7 +112,9 @@ class EpochValidation(TrainerCallback):
         self.table.append(entry)
         trainer = getattr(self, "trainer", None)
         if trainer is not None:  # TensorBoard / W&B (report_to) get the validation scores, per category too
+            pending = control.should_log  # Trainer.log clears it: the step's own loss log must still happen
             trainer.log({f"eval/{k}": v for k, v in scores.items()})
+            control.should_log = pending
         if state.is_world_process_zero:
             write_json_atomic(self.out / "epochs.json", self.table)
             write_text_atomic(self.out / "epochs.md", epochs_markdown(self.table))
