@@ -43,6 +43,15 @@ def setup(demo_dataset, tmp_path_factory):
     return {"ds": demo_dataset, "editor": save_tiny_instruct_pix2pix(root / "ip2p"), "lm": save_tiny_chat_lm(root / "lm")}
 
 
+@pytest.fixture(scope="module")
+def full(setup, tmp_path_factory):
+    """One complete augmentation, shared by the tests that compare against it (it is the
+    slowest step of this module)."""
+    out = tmp_path_factory.mktemp("aug_full") / "full"
+    assert augment_main(_args(setup, out)) == 0
+    return out
+
+
 def _args(setup, out, *extra):
     return ["--dataset", str(setup["ds"]), "--split", "test", "--editor", str(setup["editor"]), "--paraphraser", str(setup["lm"]),
             "--edits-per-image", "2", "--paraphrases", "2", "--steps", "2", "--resolution", "32", "--rows-per-shard", "3",
@@ -53,11 +62,10 @@ def _rows(out):
     return [r for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
 
 
-def test_augment_end_to_end_and_seeds_reproduce(setup, tmp_path):
+def test_augment_end_to_end_and_seeds_reproduce(setup, full):
     from idc_toolkit.augment import AugmentConfig, Editor, reproduce_edits
 
-    out = tmp_path / "aug"
-    assert augment_main(_args(setup, out)) == 0
+    out = full
     ds = load_dataset(str(out), split="train")
     assert len(ds) == 10 * 2 and ds.features["category"].names[-1] == "distractor"
     row = ds[0]
@@ -76,10 +84,9 @@ def test_augment_end_to_end_and_seeds_reproduce(setup, tmp_path):
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(r["after"]["bytes"]))), np.asarray(img))
 
 
-def test_interrupted_augmentation_resumes(setup, tmp_path, monkeypatch):
+def test_interrupted_augmentation_resumes(setup, full, tmp_path, monkeypatch):
     import idc_toolkit.augment as aug
 
-    assert augment_main(_args(setup, tmp_path / "full")) == 0
     original = aug.Editor.edit
     calls = {"n": 0}
 
@@ -100,7 +107,7 @@ def test_interrupted_augmentation_resumes(setup, tmp_path, monkeypatch):
     monkeypatch.setattr(aug.Editor, "edit", original)
     assert augment_main(_args(setup, tmp_path / "resumed")) == 0
     key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731
-    assert [key(r) for r in _rows(tmp_path / "resumed")] == [key(r) for r in _rows(tmp_path / "full")]
+    assert [key(r) for r in _rows(tmp_path / "resumed")] == [key(r) for r in _rows(full)]
 
 
 def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
@@ -118,16 +125,16 @@ def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
     assert json.loads((tmp_path / "kept" / "augment_report.json").read_text())["edits"] == 20
 
 
-def test_rerun_with_other_settings_is_refused_and_shards_complete_the_same_folder(setup, tmp_path, capsys):
-    assert augment_main(_args(setup, tmp_path / "full")) == 0
-    assert augment_main(_args(setup, tmp_path / "full", "--steps", "3")) == 1
+def test_rerun_with_other_settings_is_refused_and_shards_complete_the_same_folder(setup, full, tmp_path, capsys):
+    assert augment_main(_args(setup, full)) == 0  # complete: nothing to do
+    assert augment_main(_args(setup, full, "--steps", "3")) == 1
     err = capsys.readouterr().err
     assert "holds an augment run with other settings (steps: 2 -> 3)" in err and "--overwrite" in err
     assert augment_main(_args(setup, tmp_path / "sharded", "--shard", "0/2")) == 0
     assert not (tmp_path / "sharded" / "README.md").exists()
     assert augment_main(_args(setup, tmp_path / "sharded", "--shard", "1/2")) == 0
     key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731
-    assert [key(r) for r in _rows(tmp_path / "sharded")] == [key(r) for r in _rows(tmp_path / "full")]
+    assert [key(r) for r in _rows(tmp_path / "sharded")] == [key(r) for r in _rows(full)]
 
 
 def test_paraphrase_only_keeps_the_pairs_and_writes_paraphrased_references(setup, tmp_path):
