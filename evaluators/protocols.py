@@ -72,6 +72,8 @@ class Protocol:
     description: str = "RobustChangeCaptioning evaluate.py: every group its own coco-caption evaluation"
     comparable_with_rcc: bool = True
     notes: list[str] = field(default_factory=list)
+    #: why this protocol does not fit these references (``--strict`` refuses them), if it does not
+    misfit: Optional[str] = None
 
     def references(self, refs: Any) -> Any:
         """RCC ids as the toolkit's; ``_n`` pairs without a category form ``distractor``."""
@@ -171,9 +173,16 @@ class RsiccProtocol(Protocol):
 
     def references(self, refs: Any) -> Any:
         refs = super().references(refs)
+        own = sorted({c for c in refs.categories.values() if c is not None} - {"change", "no_change"})
         refs.categories = {pid: ("no_change" if " ".join(words(caps[1] if len(caps) > 1 else caps[0])) in RSICC_NO_CHANGE
                                  else "change") if caps else None for pid, caps in refs.captions.items()}
         refs.memberships, refs.category_order = {}, ["change", "no_change"]
+        if own:
+            counts = {n: sum(c == n for c in refs.categories.values()) for n in ("change", "no_change")}
+            self.misfit = (f"--protocol rsicc was written for LEVIR-CC: it regrouped these pairs by their 2nd reference "
+                           f"(change {counts['change']} / no_change {counts['no_change']}) and ignored their own "
+                           f"categories ({', '.join(own[:6])})")
+            self.notes.append(self.misfit)
         for name in ("change", "no_change"):
             if sum(c == name for c in refs.categories.values()) == 1:
                 self.notes.append(f"group {name!r} has a single pair: RSICC's CIDEr patch (ref_len = 1) is not "

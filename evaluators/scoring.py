@@ -75,6 +75,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
              drop_empty_references: bool = False, breakdown: bool = True, bootstrap: int = 0, seed: int = 0,
              spice_jars: Optional[str] = None, overwrite: bool = False, protocol: str = "rcc",
              drop_last_batch: int = 0, layouts: Sequence[str] = (), group_names: Optional[str] = None, name: str = "this run",
+             strict: bool = False,
              progress: Optional[Callable[[str], None]] = None) -> Evaluation:
     """Score ``predictions`` against a dataset split or a coco reference file.
 
@@ -96,7 +97,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
                  "metrics": list(resolve_families(metrics)), "allow_missing": allow_missing,
                  "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
                  "seed": seed, "spice_jars": spice_jars, "overwrite": overwrite, "protocol": protocol,
-                 "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names, "name": name}
+                 "drop_last_batch": drop_last_batch, "layouts": list(layouts), "group_names": group_names, "name": name, "strict": strict}
     from idc_toolkit.checks import non_negative_int
 
     bootstrap = non_negative_int("--bootstrap", bootstrap)
@@ -108,6 +109,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))
     preds = proto.predictions(_predictions(predictions), _source(predictions))
+    if strict and proto.misfit:
+        raise EvaluationError(f"{proto.misfit}; refused under --strict")
     kept = proto.kept_ids(list(refs.captions))
     if len(kept) < len(refs.captions):
         refs.captions = {pid: refs.captions[pid] for pid in kept}

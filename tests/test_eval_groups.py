@@ -174,3 +174,14 @@ def test_layouts_are_checked_before_scoring_and_all_means_all_that_apply(scored,
     monkeypatch.undo()
     evaluate(preds, references=str(coco), layouts=["all"], out=tmp_path / "o2", metrics=["BLEU"], breakdown=False)
     assert (tmp_path / "o2" / "layout_total_semantic.md").is_file() and not (tmp_path / "o2" / "layout_by_type.md").exists()
+
+
+def test_rsicc_on_clevr_style_data_says_what_it_did_and_strict_refuses(demo_dataset, scored):
+    refs, preds = scored
+    m = evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], protocol="rsicc").metrics
+    said = [w for w in m["warnings"] if "regrouped these pairs by their 2nd reference" in w]
+    assert len(said) == 1 and "ignored their own categories (add, color, distractor" in said[0]
+    with pytest.raises(EvaluationError, match="refused under --strict"):
+        evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], protocol="rsicc", strict=True)
+    with pytest.raises(EvaluationError, match="--protocol rsicc forms its own change / no_change groups"):
+        evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], protocol="rsicc", group_by="category")

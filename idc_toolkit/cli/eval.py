@@ -88,6 +88,8 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
                    help="also write the papers' table shapes (markdown + LaTeX); by_category.csv is always written")
     p.add_argument("--group-names", help="JSON {group: name shown} for the layouts (default: the papers' names)")
     p.add_argument("--name", default="this run", help="the run's row label in the layout tables")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse what is otherwise a warning: a protocol applied to data it was not written for")
     p.add_argument("--drop-last-batch", type=arg_type(non_negative_int, "--drop-last-batch"), default=0, metavar="N",
                    help="with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do")
     _add_reference_args(p)
@@ -127,7 +129,8 @@ def run_score(args) -> dict:
             print(f"[idc-eval] {line}", file=sys.stderr, flush=True)
 
     ev = evaluate(args.predictions, out=args.out, breakdown=not args.no_breakdown, bootstrap=args.bootstrap,
-                  overwrite=args.overwrite, layouts=args.layout or (), group_names=args.group_names, name=args.name, progress=progress,
+                  overwrite=args.overwrite, layouts=args.layout or (), group_names=args.group_names, name=args.name,
+                  strict=args.strict, progress=progress,
                   **_protocol_options(args),
                   **_reference_options(args))
     protocol = ev.metrics["meta"]["protocol"]
