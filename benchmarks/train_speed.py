@@ -7,6 +7,12 @@ peak RSS of the process. The real BLIP-2 OPT-2.7B / InstructBLIP-Vicuna-7B confi
 batch 16 in bf16 need a GPU, which this project's machines do not have: not measured here.
 
     python benchmarks/train_speed.py [--steps 40] [--batch-size 8]
+
+It then prints ``idc-train --dry-run``'s figures for the real configurations, built from their
+published sizes (BLIP-2 OPT-2.7B: EVA ViT-g 1408x39, Q-Former 768x12, OPT-2.7B 2560x32;
+InstructBLIP-Vicuna-7B: the same ViT and Q-Former, Llama-7B 4096x32) on the meta device: exact
+parameter counts and the memory estimate of one step at batch 16 in bf16, with and without
+gradient checkpointing. Measuring those on a GPU is what the estimate is to be checked against.
 """
 
 from __future__ import annotations
@@ -56,5 +62,56 @@ def main() -> None:
                   f"{peak / 2**20:.0f} MB |")
 
 
+def real_size_configs() -> dict:
+    """The two papers' base configurations, from their published sizes (no download)."""
+    from transformers import Blip2Config, InstructBlipConfig, LlamaConfig, OPTConfig
+
+    vision = dict(hidden_size=1408, intermediate_size=6144, num_hidden_layers=39, num_attention_heads=16, image_size=224,
+                  patch_size=14)
+    qformer = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
+                   encoder_hidden_size=1408, cross_attention_frequency=2)
+    opt = OPTConfig(vocab_size=50272, hidden_size=2560, ffn_dim=10240, num_hidden_layers=32, num_attention_heads=32,
+                    word_embed_proj_dim=2560, max_position_embeddings=2048)
+    llama = LlamaConfig(vocab_size=32001, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                        num_attention_heads=32, max_position_embeddings=2048)
+    return {"blip2idc": Blip2Config(vision_config=vision, qformer_config=qformer, text_config=opt.to_dict(), num_query_tokens=32),
+            "davir": InstructBlipConfig(vision_config=vision, qformer_config={**qformer, "vocab_size": 30523},
+                                        text_config=llama.to_dict(), num_query_tokens=32)}
+
+
+def real_size_estimates() -> None:
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training.estimate import estimate
+
+    names = {"blip2idc": "BLIP-2 OPT-2.7B", "davir": "InstructBLIP-Vicuna-7B"}
+    print("\nidc-train --dry-run on the real configurations (meta device; batch 16, bf16)")
+    print("| recipe (base) | parameters | trainable | weights | LoRA state | activations | total | total, checkpointing |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, config in real_size_configs().items():
+            folder = Path(tmp) / name
+            config.save_pretrained(folder)
+            cls = get_recipe_class(name)
+            facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+            rows = []
+            for ckpt in (False, True):
+                s = resolve_settings(cls, facts, variant=None, base_model=str(folder), revision=None, epochs=None,
+                                     batch_size=16, grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None,
+                                     seed=0, dtype="bfloat16", split="train", val_split=None, val_limit=0,
+                                     gradient_checkpointing=ckpt)
+                rows.append(estimate(cls, s, facts, "cpu"))
+            e, c = rows
+            gib = 2 ** 30
+            print(f"| {name} ({names[name]}) | {sum(e.parameters.values()) / 1e9:.2f} B | {sum(e.trainable.values()) / 1e6:.2f} M "
+                  f"| {e.weight_bytes / gib:.1f} GiB | {e.lora_state_bytes / gib:.2f} GiB | {e.activation_bytes / gib:.1f} GiB "
+                  f"| {e.total_bytes / gib:.1f} GiB | {c.total_bytes / gib:.1f} GiB |")
+
+
 if __name__ == "__main__":
-    main()
+    if "--estimates-only" in sys.argv:
+        real_size_estimates()
+    else:
+        main()
+        real_size_estimates()

@@ -94,3 +94,22 @@ def make_emu_edit(root: Path, rows_per_split: dict[str, list[dict]]) -> Path:
         } for r in rows]
         Dataset.from_list(full, features=features).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
     return root
+
+
+#: a tiny open_clip configuration (random weights: pipeline checks only)
+TINY_CLIP = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}
+
+
+@pytest.fixture(scope="session")
+def davir_dataset(demo_dataset, tmp_path_factory) -> Path:
+    """The demo dataset with change masks and entities (tiny random CLIP): what DAVIR trains and runs on."""
+    pytest.importorskip("torch")
+    from idc_toolkit.entities.column import add_change_entities
+    from idc_toolkit.masks.column import add_change_masks
+
+    root = tmp_path_factory.mktemp("davir_ds")
+    add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
+    (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
+    return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
+                               device="cpu", progress=False, random_weights=True).out_dir

@@ -115,14 +115,16 @@ def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
     config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
                                   "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
     out = tmp_path / "aug"
-    assert augment_main(_args(setup, out, "--clip-filter", "1.01", "--clip-model", "tiny-clip-aug", "--clip-config", str(config))) == 1
-    assert "no edited pair was kept (CLIP filter rejections: 20)" in capsys.readouterr().err
+    one = ("--edits-per-image", "1")  # one edit per pair keeps this test short
+    assert augment_main(_args(setup, out, *one, "--clip-filter", "1.01", "--clip-model", "tiny-clip-aug",
+                              "--clip-config", str(config))) == 1
+    assert "no edited pair was kept (CLIP filter rejections: 10)" in capsys.readouterr().err
     report = json.loads((out / "augment_report.json").read_text())
-    assert report["rejected_by_clip"] == 20 and report["edits"] == 0
+    assert report["rejected_by_clip"] == 10 and report["edits"] == 0
     assert "threshold 1.01" in (out / "README.md").read_text()
-    assert augment_main(_args(setup, tmp_path / "kept", "--clip-filter", "-1.01", "--clip-model", "tiny-clip-aug",
+    assert augment_main(_args(setup, tmp_path / "kept", *one, "--clip-filter", "-1.01", "--clip-model", "tiny-clip-aug",
                               "--clip-config", str(config))) == 0
-    assert json.loads((tmp_path / "kept" / "augment_report.json").read_text())["edits"] == 20
+    assert json.loads((tmp_path / "kept" / "augment_report.json").read_text())["edits"] == 10
 
 
 def test_rerun_with_other_settings_is_refused_and_shards_complete_the_same_folder(setup, full, tmp_path, capsys):

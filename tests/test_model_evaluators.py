@@ -235,22 +235,14 @@ def test_model_json_is_complete_after_a_kill_before_finalisation(models, demo_da
     assert meta["dtype"] == "torch.float32"
 
 
-def test_davir_save_attention_on_a_dataset_with_change_masks(models, demo_dataset, tmp_path):
+def test_davir_save_attention_on_a_dataset_with_change_masks(models, davir_dataset, tmp_path):
     """The README's example: --save-attention on a dataset that has a change_mask column."""
-    from idc_toolkit.entities.column import add_change_entities
-    from idc_toolkit.masks.column import add_change_masks
-
-    config = tmp_path / "tiny-clip-davir.json"
-    config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-                                  "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
-    masks = add_change_masks(demo_dataset, tmp_path / "masks", device="cpu", progress=False)
-    ents = add_change_entities(masks.out_dir, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu",
-                               progress=False, random_weights=True)
-    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(ents.out_dir),
+    assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--dataset", str(davir_dataset),
                       "--out", str(tmp_path / "eval"), "--device", "cpu", "--batch-size", "4", "--limit", "4",
                       "--save-attention", str(tmp_path / "att"), "--metrics", "BLEU"]) == 0
     maps = sorted((tmp_path / "att").iterdir())
     assert len(maps) == 4 and (np.asarray(Image.open(maps[0]))[..., 1] == 255).any()  # the mask outline in green
+
 
 
 def test_a_hub_adapter_is_downloaded_at_its_revision_and_fingerprinted_by_content(models, demo_dataset, tmp_path,

@@ -16,9 +16,6 @@ from idc_toolkit.training import train
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.java
 
-TINY_CLIP = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}
-
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
@@ -26,18 +23,6 @@ def bases(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("bases")
     return {"blip2idc": save_tiny_blip2(root / "blip2"), "davir": save_tiny_instructblip(root / "iblip")}
-
-
-@pytest.fixture(scope="module")
-def davir_dataset(demo_dataset, tmp_path_factory):
-    from idc_toolkit.entities.column import add_change_entities
-    from idc_toolkit.masks.column import add_change_masks
-
-    root = tmp_path_factory.mktemp("davir_ds")
-    add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
-    (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
-    return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
-                               device="cpu", progress=False, random_weights=True).out_dir
 
 
 def test_eq7_against_hand_computed_values_for_both_readings():
@@ -209,7 +194,7 @@ def test_kill_9_inside_validation_resumes_to_the_same_table_and_adapter(bases, d
             "--batch-size", "8", "--lr", "2e-2", "--device", "cpu", "--no-progress", "--report-to", "none", "--seed", "5",
             "--val-limit", "6"]
     assert train_main([*args, "--out", str(tmp_path / "whole")]) == 0
-    for epoch in (0, 1):  # a kill in the first validation, and in a later one
+    for epoch in (1,):  # a kill in a later validation: the rerun resumes from the previous epoch's checkpoint
         out, marker = tmp_path / f"cut{epoch}", tmp_path / f"marker{epoch}"
         script = tmp_path / "held.py"
         script.write_text(KILL_IN_VALIDATION.replace("{epoch}", str(epoch)))
@@ -290,15 +275,10 @@ def test_model_card_report_to_and_push_to_hub(bases, demo_dataset, tmp_path, mon
     card = (r.adapter / "README.md").read_text()
     assert "library_name: peft" in card and "| `variant` | `ours` |" in card and "evennou2025reframing" in card
     assert "Kept adapter: epoch 1" in card and str(tmp_path) not in card and str(bases["blip2idc"]) not in card
+    assert json.loads((r.adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == bases["blip2idc"].name
     assert uploads[0] == ("create", "me/blip2idc-demo") and uploads[1][:2] == ("upload", "me/blip2idc-demo")
     assert {"README.md", "adapter_config.json", "adapter_model.safetensors"} <= set(uploads[1][2])
 
-
-def test_the_adapter_config_names_a_local_base_by_its_folder_name_only(bases, demo_dataset, tmp_path):
-    r = train("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), max_steps=1, batch_size=4,
-              val_split=None, device="cpu", progress=False, report_to="none")
-    cfg = json.loads((r.adapter / "adapter_config.json").read_text())
-    assert cfg["base_model_name_or_path"] == bases["blip2idc"].name
 
 
 def _attention_on_mask(run, base, dataset):
