@@ -234,6 +234,7 @@ class DavirRecipe(Recipe):
     name = "davir"
     model_type = "instructblip"
     model_class = "InstructBlipForConditionalGeneration"
+    images_per_pair = 2
     base_model = "Salesforce/instructblip-vicuna-7b"
     required = {"captions": "idc-build", "entities": "idc-precompute entities", "change_mask": "idc-precompute masks"}
     variants = {"paper": VariantDefaults(epochs=20, batch_size=16, description="the paper's settings, our reading")}
@@ -324,6 +325,27 @@ class DavirRecipe(Recipe):
 
     def generate(self, model, rows):
         return self.inputs.decode(model, rows)
+
+    def callbacks(self, rows, out) -> list:
+        every = int(self.options["attention_every"])
+        if every <= 0:
+            return []
+        from ..training.callbacks import AttentionPictures
+
+        return [AttentionPictures(self, rows, out, every)]
+
+    def attention_pictures(self, model, rows) -> list:
+        """Fig. 4: the final-layer attention :func:`pair_forward` captures, over both images."""
+        import torch
+
+        batch = self.collate(rows)
+        batch = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_") and k != "labels"}
+        with torch.no_grad():
+            model(**batch)
+        att = self.attention.last.float().cpu().numpy()
+        g = self.grid
+        return [draw_attention(row["before"], row["after"], maps.reshape(2, g, g), row.get("change_mask"))
+                for row, maps in zip(rows, att)]
 
 
 def _mask_image(value):

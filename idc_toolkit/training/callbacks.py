@@ -159,10 +159,10 @@ class StepLog(TrainerCallback):
 
 
 class AttentionPictures(TrainerCallback):
-    """Every ``every`` steps, DAVIR Fig. 4-style pictures (final-layer attention over the
-    before and after image, change mask outlined) of the first two pairs, so a user can watch
-    the FAC loss pull the attention onto the change. File names made from pair ids never leave
-    ``RUN_DIR/attention``."""
+    """Every ``every`` steps, the recipe's pictures of the first two pairs
+    (:meth:`~.recipe.Recipe.attention_pictures`: DAVIR draws Fig. 4, the final-layer attention
+    over both images with the change mask outlined), so a user can watch the attention move.
+    File names made from pair ids never leave ``RUN_DIR/attention``."""
 
     def __init__(self, recipe, rows, out: Path, every: int):
         self.recipe, self.rows, self.every = recipe, rows, every
@@ -171,22 +171,12 @@ class AttentionPictures(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if model is None or state.global_step % self.every or not state.is_world_process_zero:
             return
-        import torch
-
-        from ..models.davir import draw_attention
-
         rows = [{**self.rows[i], "__index": i, "__epoch": 0} for i in range(min(2, len(self.rows)))]
-        batch = self.recipe.collate(rows)
-        batch = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_") and k != "labels"}
         was_training = model.training
         model.eval()
-        with torch.no_grad():
-            model(**batch)
+        pictures = self.recipe.attention_pictures(model, rows)
         if was_training:
             model.train()
-        att = self.recipe.attention.last.float().cpu().numpy()
-        g = self.recipe.grid
         self.folder.mkdir(parents=True, exist_ok=True)
-        for row, maps in zip(rows, att):
-            picture = draw_attention(row["before"], row["after"], maps.reshape(2, g, g), row.get("change_mask"))
+        for row, picture in zip(rows, pictures):
             picture.save(inside(self.folder, file_name_for(f"step-{state.global_step:06d}_{row['pair_id']}", ".png")))

@@ -98,7 +98,7 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     lora_state = sum(trainable.values()) * 16
     b = settings.batch_size
     v, q, t = config.vision_config, config.qformer_config, config.text_config
-    images = 2 if recipe_cls.name == "davir" else 1  # DAVIR encodes both images; BLIP2IDC one stacked image
+    images = recipe_cls.images_per_pair
     patches = (v.image_size // v.patch_size) ** 2 + 1
     text_tokens = config.num_query_tokens + 24 + settings.max_caption_tokens + 1  # image slots, prompt (<= 24), caption, EOS
     act = _layer_activations(patches, b * images, v.hidden_size, v.num_attention_heads, v.num_hidden_layers, bytes_per,

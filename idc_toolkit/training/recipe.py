@@ -104,6 +104,8 @@ class Recipe:
     max_new_tokens: ClassVar[int] = 77
     #: BibTeX of the method, for the adapter's model card
     citation: ClassVar[str] = ""
+    #: images the vision encoder reads per pair (BLIP2IDC: one stacked image; DAVIR: both)
+    images_per_pair: ClassVar[int] = 1
 
     # -- options and defaults --------------------------------------------------------------
     @classmethod
@@ -157,6 +159,14 @@ class Recipe:
     def generate(self, model, rows: list[dict[str, Any]]) -> list[str]:
         """Captions for validation: the runner's own decoding."""
         raise NotImplementedError
+
+    def callbacks(self, rows, out) -> list:
+        """``TrainerCallback``s this recipe adds to a run (none by default)."""
+        return []
+
+    def attention_pictures(self, model, rows: list[dict[str, Any]]) -> list:
+        """Pictures of what the model attends to, one per row (for :class:`~.callbacks.AttentionPictures`)."""
+        return []
 
 
 def pack(sequences: list[tuple[list[int], list[int]]], pad_id: int):

@@ -222,7 +222,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     import torch
     from peft import get_peft_model
 
-    from .callbacks import AttentionPictures, EpochValidation, StepLog
+    from .callbacks import EpochValidation, StepLog
 
     torch.manual_seed(seed)
     recipe = recipe_cls(settings, facts)
@@ -241,8 +241,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     validation = EpochValidation(recipe, val_rows, dataset, settings, out)
     steps = StepLog(out / STEPS_FILE)
     extra = [validation, steps]
-    if int(settings.options.get("attention_every") or 0) > 0:
-        extra.append(AttentionPictures(recipe, val_rows or train_rows, out, int(settings.options["attention_every"])))
+    extra += recipe.callbacks(val_rows or train_rows, out)
     trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                callbacks=extra + list(callbacks))
     if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
