@@ -101,13 +101,18 @@ def markdown_table(result: ScoreResult) -> str:
 
 def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                    categories: dict[str, Optional[str]]) -> None:
+    import io
+
+    from idc_toolkit.runs.folder import write_text_atomic
+
     metrics = [m for m in result.metrics if m in result.per_pair]
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["pair_id", "category", "prediction", "references", *metrics])
-        for k, pid in enumerate(result.ids):
-            w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
-                        *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics)])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["pair_id", "category", "prediction", "references", *metrics])
+    for k, pid in enumerate(result.ids):
+        w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
+                    *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics)])
+    write_text_atomic(path, buf.getvalue())
 
 
 def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
@@ -177,38 +182,36 @@ OUTPUT_FILES = ("metrics.json", "metrics.md", "per_pair.csv", "by_category.png",
                   for suffix in (".md", ".tex")))
 
 
-def check_previous_run(out_dir: Path, run: dict[str, Any], overwrite: bool) -> None:
-    """Refuse to write over the results of another run (the run engine's rule): the same
-    fingerprint rewrites them, another one names what differs, ``--overwrite`` replaces. Files
-    of an evaluation's names without its ``metrics.json`` record are not ours: refused even
-    with ``--overwrite``."""
-    from idc_toolkit.runs.fingerprint import differences
-    from idc_toolkit.runs.folder import check_out_dir
+#: what ``idc-eval --model`` keeps beside an evaluation in the same ``--out``
+MODEL_RUN_FILES = ("predictions.jsonl", "model.json", "attention")
+EVALUATION_RECORD = "evaluation.json"
 
-    check_out_dir(out_dir)
-    previous = out_dir / "metrics.json"
-    if not previous.is_file():
-        present = [n for n in OUTPUT_FILES if (out_dir / n).exists()]
-        if present:
-            raise EvaluationError(f"{out_dir} holds {', '.join(present)} but no metrics.json of an idc-eval run; "
-                                  "choose another --out (--overwrite only replaces what idc-eval wrote)")
-        return
-    if overwrite:  # the previous run's files go, so no stale table stays beside the new metrics
-        from idc_toolkit.runs.folder import remove_owned
 
-        remove_owned(out_dir, OUTPUT_FILES)
-        return
+def _legacy_record(out_dir: Path) -> Optional[dict[str, Any]]:
+    """The record of an evaluation written before ``.idc_run/evaluation.json`` existed: the
+    ``run`` block of its ``metrics.json``."""
+    from idc_toolkit.runs.fingerprint import canonical, digest
+
     try:
-        old = json.loads(previous.read_text()).get("meta", {}).get("run")
+        old = json.loads((out_dir / "metrics.json").read_text()).get("meta", {}).get("run")
     except (OSError, ValueError, AttributeError):
-        old = None
-    if old is None:
-        raise EvaluationError(f"{out_dir} holds results of an unknown run (metrics.json without a run record); "
-                              "pass --overwrite to replace them")
-    changed = differences(old, run)
-    if changed:
-        raise EvaluationError(f"{out_dir} holds results of another run ({'; '.join(changed)}); "
-                              "pass --overwrite to replace them, or choose another --out")
+        return None
+    if not isinstance(old, dict):
+        return None
+    fields = canonical({"kind": "evaluation", **old})
+    return {"kind": "evaluation", "fingerprint": digest(fields), "fields": fields, "complete": True}
+
+
+def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
+    """``--out`` of an evaluation, under the run engine's rule (:class:`~idc_toolkit.runs.RunFolder`):
+    the same run rewrites its files, another one is refused naming what differs, ``--overwrite``
+    replaces only what an evaluation wrote (stale tables included), and files that no run of
+    ours wrote are refused with or without it. Predictions ``idc-eval --model`` wrote into the
+    same folder stay."""
+    from idc_toolkit.runs import RunFolder
+
+    return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=MODEL_RUN_FILES, card_record=False,
+                     record_file=EVALUATION_RECORD, legacy_record=_legacy_record).open(overwrite)
 
 
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],

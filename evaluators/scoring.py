@@ -88,7 +88,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     from idc_toolkit.metrics.registry import resolve_families
     from idc_toolkit.runs.fingerprint import digest, path_content
 
-    from .outputs import build_meta, check_previous_run, metrics_dict, write_outputs
+    from .outputs import build_meta, metrics_dict, open_evaluation_folder, write_outputs
     from .protocols import get_protocol
 
     arguments = {"predictions": _source(predictions), "dataset": dataset, "split": split, "references": references,
@@ -131,8 +131,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
            "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
            "seed": seed, "spice": bool(spice_jars), "layouts": sorted(layouts), "group_names": path_content(group_names),
            "name": name, "toolkit_version": __version__}
-    if out is not None:
-        check_previous_run(Path(out), run, overwrite)
+    folder = open_evaluation_folder(Path(out), run, overwrite) if out is not None else None
     if "METEOR" in resolve_families(metrics):
         from idc_toolkit.metrics.meteor import check_lengths
 
@@ -155,6 +154,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
     data = write_outputs(Path(out), result, prep.hypotheses, prep.references, prep.categories, meta, prep.warnings,
                          layouts, group_names, label)
+    folder.finalise(lambda final: None)  # every file is written (atomically): the record says the run is complete
     return Evaluation(data, result)
 
 

@@ -185,3 +185,23 @@ def test_rsicc_on_clevr_style_data_says_what_it_did_and_strict_refuses(demo_data
         evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], protocol="rsicc", strict=True)
     with pytest.raises(EvaluationError, match="--protocol rsicc forms its own change / no_change groups"):
         evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], protocol="rsicc", group_by="category")
+
+
+def test_evaluation_folder_follows_the_run_engine_rule(demo_dataset, scored, tmp_path):
+    """Predictions that idc-eval --model wrote stay through an evaluation's --overwrite; an
+    evaluation written before the record existed (metrics.json only) is still recognised."""
+    from idc_toolkit.errors import RunError
+
+    refs, preds = scored
+    out = tmp_path / "eval"
+    out.mkdir()
+    (out / "predictions.jsonl").write_text("{}\n")  # what generation keeps beside an evaluation
+    evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], out=out)
+    with pytest.raises(RunError, match=r"holds an evaluation run with other settings \(.*metrics"):
+        evaluate(preds, dataset=str(demo_dataset), metrics=["CIDEr"], out=out)
+    evaluate(preds, dataset=str(demo_dataset), metrics=["CIDEr"], out=out, overwrite=True)
+    assert (out / "predictions.jsonl").read_text() == "{}\n"
+    (out / ".idc_run" / "evaluation.json").unlink()  # as an older toolkit left it
+    evaluate(preds, dataset=str(demo_dataset), metrics=["CIDEr"], out=out)  # the same run: rewritten
+    with pytest.raises(RunError, match="other settings"):
+        evaluate(preds, dataset=str(demo_dataset), metrics=["BLEU"], out=out)

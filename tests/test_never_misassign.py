@@ -90,7 +90,7 @@ def test_out_over_other_results_is_refused_unless_overwrite(tmp_path, capsys):
     capsys.readouterr()
     assert eval_main(["--predictions", str(b), *base]) == 1
     err = capsys.readouterr().err
-    assert "holds results of another run" in err and "predictions:" in err and "--overwrite" in err
+    assert "holds an evaluation run with other settings" in err and "predictions:" in err and "--overwrite" in err
     assert eval_main(["--predictions", str(b), *base, "--overwrite"]) == 0
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["meta"]["predictions"] == str(b)
 

@@ -1,5 +1,6 @@
 """Output folders never lose a user's files, fingerprints follow content, ids never escape."""
 
+import json
 import os
 
 import pytest
@@ -42,13 +43,25 @@ def test_overwrite_replaces_only_what_our_run_wrote(tmp_path):
 
 
 def test_evaluation_refuses_outputs_it_did_not_write(tmp_path):
-    from idc_toolkit.errors import EvaluationError
-    from evaluators.outputs import check_previous_run
+    from idc_toolkit.evaluators.outputs import open_evaluation_folder
 
     (tmp_path / "per_pair.csv").write_text("a user's file")
     for overwrite in (False, True):
-        with pytest.raises(EvaluationError, match="per_pair.csv but no metrics.json"):
-            check_previous_run(tmp_path, {"x": 1}, overwrite)
+        with pytest.raises(RunError, match="holds per_pair.csv without the record of an idc-toolkit run"):
+            open_evaluation_folder(tmp_path, {"x": 1}, overwrite)
+    assert (tmp_path / "per_pair.csv").read_text() == "a user's file"
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RunError, match=r"not an idc-toolkit run \(notes.txt\)"):
+        open_evaluation_folder(tmp_path, {"x": 1}, True)
+
+
+def test_a_torn_record_is_replaced_with_overwrite_only(tmp_path):
+    folder = RunFolder(tmp_path / "out", "training", {"a": 1}, owned=("adapter",), card_record=False).open()
+    (folder.state_dir / "run.json").write_text('{"kind": "trai')  # what an in-place write cut by a kill left
+    with pytest.raises(RunError, match="run.json is unreadable; pass --overwrite"):
+        RunFolder(tmp_path / "out", "training", {"a": 1}, owned=("adapter",), card_record=False).open()
+    again = RunFolder(tmp_path / "out", "training", {"a": 1}, owned=("adapter",), card_record=False).open(overwrite=True)
+    assert not again.complete and json.loads((again.state_dir / "run.json").read_text())["fields"]["a"] == 1
 
 
 def test_content_hash_follows_content_not_size_and_mtime(tmp_path, monkeypatch):

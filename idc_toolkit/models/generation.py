@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
-from ..evaluators.outputs import OUTPUT_FILES
+from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
 
-PREDICTIONS = "predictions.jsonl"
-OWNED = (PREDICTIONS, "model.json", *OUTPUT_FILES, "attention")
+PREDICTIONS = MODEL_RUN_FILES[0]
+#: --overwrite of a generation also removes the evaluation of its old predictions (no stale metrics beside new captions)
+OWNED = (*MODEL_RUN_FILES, *OUTPUT_FILES)
 
 
 class GenerationTask:

@@ -41,7 +41,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` beside ``path`` and rename it over: a kill leaves the old file or the new
     one, never a torn one."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with tmp.open("w", encoding="utf-8", newline="") as fh:  # CSV text keeps its own line ends
+        fh.write(text)
     tmp.replace(path)
 
 
@@ -101,16 +102,24 @@ class RunFolder:
 
     ``fields`` is everything the output depends on (:mod:`.fingerprint`); ``owned`` names the
     files and folders a finished run of this kind writes, the only ones ``--overwrite``
-    removes; ``card_record`` says whether the finished record lives in the card.
+    removes; ``tolerated`` names what another run of ours may keep in the same folder (an
+    evaluation beside the predictions ``idc-eval --model`` wrote): not foreign, never removed;
+    ``card_record`` says whether the finished record lives in the card; ``record_file`` names
+    the record under ``.idc_run/`` (two kinds of run can share a folder); ``legacy_record``
+    reads the record an older version of the toolkit left elsewhere.
     """
 
     def __init__(self, out: Path | str, kind: str, fields: Mapping[str, Any], *, owned: Iterable[str] = ("data", "README.md"),
-                 card_record: bool = True):
+                 card_record: bool = True, tolerated: Iterable[str] = (), record_file: str = RUN_FILE,
+                 legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None):
         self.out = Path(out)
         self.kind = kind
         self.fields = canonical({"kind": kind, **fields})
         self.fingerprint = digest(self.fields)
         self.owned = tuple(owned)
+        self.tolerated = tuple(tolerated)
+        self.record_file = record_file
+        self.legacy_record = legacy_record
         self.card_record = card_record
         self.state_dir = self.out / STATE_DIR
         self.state: dict[str, Any] = {}
@@ -138,13 +147,15 @@ class RunFolder:
         return self._lock(f"job-{job[0]}-of-{job[1]}", what)
 
     def _existing_record(self) -> Optional[dict[str, Any]]:
-        run_file = self.state_dir / RUN_FILE
+        run_file = self.state_dir / self.record_file
         if run_file.is_file():
             try:
                 return json.loads(run_file.read_text())
             except ValueError:
                 raise RunError(f"{run_file} is unreadable; pass --overwrite to start the run again") from None
-        return card_record(self.out)
+        if self.legacy_record is not None:
+            return self.legacy_record(self.out)
+        return card_record(self.out) if self.card_record or self.record_file == RUN_FILE else None
 
     def _other_jobs(self) -> list[str]:
         locks = self.state_dir / "locks"
@@ -160,7 +171,7 @@ class RunFolder:
     def _remove_owned(self) -> None:
         for name in self.owned:
             _remove(self.out / name)
-        for sub in ("parts", "final", RUN_FILE):
+        for sub in ("parts", "final", self.record_file):
             _remove(self.state_dir / sub)
 
     def open(self, overwrite: bool = False) -> "RunFolder":
@@ -186,8 +197,14 @@ class RunFolder:
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
-            record = self._existing_record()
-            foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith(".") and p.name not in self.owned)
+            try:
+                record = self._existing_record()
+            except RunError:
+                if not overwrite:
+                    raise
+                record = {"torn": True}  # our own record, cut by a kill: --overwrite starts again
+            known = set(self.owned) | set(self.tolerated)
+            foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith(".") and p.name not in known)
             if foreign:  # never overwritten, never mixed with: files no run of ours wrote
                 raise RunError(f"{self.out} already holds files that are not an idc-toolkit run ({', '.join(foreign[:5])}"
                                f"{', ...' if len(foreign) > 5 else ''}); choose another --out (--overwrite never removes them)")
@@ -220,7 +237,7 @@ class RunFolder:
         return self
 
     def save_state(self) -> None:
-        write_json_atomic(self.state_dir / RUN_FILE, self.state)
+        write_json_atomic(self.state_dir / self.record_file, self.state)
 
     def record(self) -> dict[str, Any]:
         """What a finished run leaves in its card (or its run.json)."""
@@ -276,7 +293,7 @@ class RunFolder:
             shutil.rmtree(self.state_dir / "parts", ignore_errors=True)
             shutil.rmtree(final, ignore_errors=True)
             if self.card_record:
-                (self.state_dir / RUN_FILE).unlink(missing_ok=True)
+                (self.state_dir / self.record_file).unlink(missing_ok=True)
             else:
                 self.state = {**self.state, **self.record()}
                 self.state.pop("finalise", None)
