@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -35,6 +33,7 @@ from typing import Any, Optional
 from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..facts import DatasetFacts
+from ..runs.folder import remove_owned
 from .recipe import Recipe, Settings
 
 log = logging.getLogger(__name__)
@@ -327,7 +326,7 @@ def last_complete_checkpoint(folder: Path) -> Optional[str]:
         if (path / "trainer_state.json").is_file():
             return str(path)
         log.warning("removing %s: a kill interrupted its writing", path)
-        shutil.rmtree(path)
+        remove_owned(folder, [path.name])
     return None
 
 
@@ -425,9 +424,8 @@ def _report_to(value: str) -> list[str]:
 def save_adapter(net, folder: Path, base_model: str) -> None:
     """Save the adapter atomically: written beside, then moved over the previous one, so a
     kill leaves either the old adapter or the new one, never half of each."""
-    tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = folder.with_name(f".{folder.name}.tmp")  # hidden: a kill leaves nothing the folder rule calls foreign
+    remove_owned(folder.parent, [tmp.name])
     net.save_pretrained(str(tmp))
     cfg_path = tmp / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
@@ -435,14 +433,12 @@ def save_adapter(net, folder: Path, base_model: str) -> None:
     # an uploaded adapter never publishes this machine's directory layout
     cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
     cfg_path.write_text(json.dumps(cfg, indent=2))
-    old = folder.with_name(folder.name + ".old")
+    old = folder.with_name(f".{folder.name}.old")
     if folder.exists():
-        if old.exists():
-            shutil.rmtree(old)
+        remove_owned(folder.parent, [old.name])
         folder.rename(old)
     tmp.rename(folder)
-    if old.exists():
-        shutil.rmtree(old)
+    remove_owned(folder.parent, [old.name])
 
 
 def _trainer_class():
