@@ -39,3 +39,22 @@ def test_shards_are_contiguous_blocks_like_dataset_shard():
         assert blocks == [ds.shard(n, i, contiguous=True)["i"] for i in range(n)]
     parts = part_grid("test", 1270, 500)
     assert [(p.start, p.stop) for p in parts] == [(0, 500), (500, 1000), (1000, 1270)]
+
+
+def test_progress_moves_with_batches_not_parts(tmp_path):
+    """A part of slow rows reports after every batch (a long pass shows progress every minute)."""
+    from datasets import Features, Value
+
+    from idc_toolkit.runs.engine import PartOutput, write_part
+    from idc_toolkit.runs.rows import ListRows, Part
+
+    class Task:
+        batch_size = 4
+        features = Features({"x": Value("int64")})
+
+        def __call__(self, split, rows, start):
+            return PartOutput([{"x": r} for r in rows])
+
+    told = []
+    n = write_part(tmp_path, Part("train", 0, 0, 10), ListRows(list(range(10))), Task(), on_batch=told.append)
+    assert n == 10 and told == [4, 4, 2]
