@@ -209,14 +209,14 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
     fields = run_fields(settings, dataset)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
+    rank = dist_info()[0]
     if folder.complete:
-        if push_to_hub and rank_of_this_process() == 0:
+        if push_to_hub and rank == 0:
             from .card import push_adapter
 
             push_adapter(out / "adapter", push_to_hub)
         return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
     device = resolve_device(device)
-    rank = dist_info()[0]
 
     import torch
     from peft import get_peft_model
@@ -268,12 +268,6 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
             push_adapter(out / "adapter", push_to_hub)
     losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
     return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
-
-
-def rank_of_this_process() -> int:
-    from ..runs.ranks import dist_info
-
-    return dist_info()[0]
 
 
 def load_dtype(dtype: str, device: str):
