@@ -141,6 +141,21 @@ def test_meaningless_settings_are_refused_before_any_work(bases, demo_dataset, t
         with pytest.raises(IDCError, match=message.replace("(", r"\(")):
             train("blip2idc", str(demo_dataset), tmp_path / "never", **base, **kwargs)
     assert not (tmp_path / "never").exists()
+    import transformers
+
+    def no_loading(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    original = transformers.Blip2ForConditionalGeneration.from_pretrained
+    transformers.Blip2ForConditionalGeneration.from_pretrained = no_loading
+    try:
+        with pytest.raises(IDCError, match="--trainer-arg no_such_field: not a TrainingArguments field"):
+            train("blip2idc", str(demo_dataset), tmp_path / "t", **base, trainer_args={"no_such_field": 1})
+        with pytest.raises(IDCError, match="TrainingArguments refused the settings"):
+            train("blip2idc", str(demo_dataset), tmp_path / "t2", **base, trainer_args={"lr_scheduler_type": "nope"})
+        assert not (tmp_path / "t").exists() and not (tmp_path / "t2").exists()  # nothing written
+    finally:
+        transformers.Blip2ForConditionalGeneration.from_pretrained = original
 
 
 def test_blip2idc_training_refuses_a_dataset_without_pair_style(bases, demo_dataset, tmp_path):

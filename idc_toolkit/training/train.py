@@ -207,6 +207,8 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
                            estimate=estimate(recipe_cls, settings, facts, resolve_device(device)))
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
+    device = resolve_device(device)
+    args = training_arguments(settings, out, device, report_to, progress)  # refused before the folder or weights
     fields = run_fields(settings, dataset)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
     rank = dist_info()[0]
@@ -216,7 +218,6 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
 
             push_adapter(out / "adapter", push_to_hub)
         return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
-    device = resolve_device(device)
 
     import torch
     from peft import get_peft_model
@@ -229,7 +230,6 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     net = get_peft_model(base, recipe.lora_config(base))
     if settings.gradient_checkpointing:
         net.enable_input_require_grads()
-    args = training_arguments(settings, out, device, report_to, progress)
     last = last_complete_checkpoint(out / "checkpoints")
     if last:
         verify_checkpoint(last)
