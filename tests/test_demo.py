@@ -10,7 +10,7 @@ pytestmark = pytest.mark.java
 def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
     """One demo run (the slowest test, so it runs once) covers every step and the tiny model."""
     out = tmp_path / "demo"
-    assert main(["--out", str(out), "--n-per-type", "5", "--with-model", "--train-epochs", "1"]) == 0
+    assert main(["--out", str(out), "--n-per-type", "5", "--with-model", "--train-epochs", "1", "--bootstrap", "20"]) == 0
     printed = capsys.readouterr().out
     assert "| distractor |" in printed and "| change_only |" in printed
     m = json.loads((out / "eval" / "metrics.json").read_text())

@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also write tiny BLIP-2 and InstructBLIP bases, train BLIP2IDC and DAVIR on them with idc-train, "
                         "and score both beside the baseline (a few minutes on 2 cores)")
     p.add_argument("--train-epochs", type=int, default=10, help="with --with-model: epochs of each idc-train run")
+    p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap resamples of the baseline's table")
     args = p.parse_args(argv)
     common.setup_logging(args)
     return common.run("idc-demo", lambda: _demo(args))
@@ -82,7 +83,7 @@ def _demo(args) -> int:
     from .eval import main as eval_main
 
     code = eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_entities"),
-                      "--split", "test", "--out", str(out / "eval"), "--bootstrap", "200"])
+                      "--split", "test", "--out", str(out / "eval"), "--bootstrap", str(args.bootstrap)])
     if code or not args.with_model:
         return code
     return _with_models(args, out)
