@@ -8,7 +8,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from idc_toolkit.errors import EvaluationError
 from idc_toolkit.metrics.core import ScoreResult
 
 SEMANTICS = (
@@ -212,6 +211,27 @@ def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
 
     return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=MODEL_RUN_FILES, card_record=False,
                      record_file=EVALUATION_RECORD, legacy_record=_legacy_record).open(overwrite)
+
+
+COMPARE_FILE = "compare.json"
+
+
+def _legacy_compare(out_dir: Path) -> Optional[dict[str, Any]]:
+    """A ``compare.json`` written before its record existed: ours, settings unknown."""
+    if not (out_dir / COMPARE_FILE).is_file():
+        return None
+    return {"kind": "compare", "fingerprint": None, "fields": {"kind": "compare", "settings": "unknown (older toolkit)"},
+            "complete": True}
+
+
+def open_compare_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
+    """``--out`` of ``idc-eval compare`` under the run engine's rule: the same comparison
+    rewrites ``compare.json``, another is refused naming what differs, ``--overwrite`` replaces
+    only ``compare.json``; an evaluation's or a generation's files beside it stay."""
+    from idc_toolkit.runs import RunFolder
+
+    return RunFolder(out_dir, "compare", run, owned=(COMPARE_FILE,), tolerated=(*OUTPUT_FILES, *MODEL_RUN_FILES),
+                     card_record=False, record_file="compare.json", legacy_record=_legacy_compare).open(overwrite)
 
 
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],

@@ -166,15 +166,18 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
                     allow_missing: bool = False, drop_empty_references: bool = False, bootstrap: int = 1000,
                     seed: int = 0, spice_jars: Optional[str] = None, overwrite: bool = False) -> dict[str, Any]:
     """The paired bootstrap test of two systems on the same pairs (Koehn 2004). ``out`` gets
-    ``compare.json``; one already there is replaced only with ``overwrite``."""
+    ``compare.json`` under the run engine's rule (:func:`~.outputs.open_compare_folder`)."""
     from idc_toolkit.metrics.bootstrap import paired_test
     from idc_toolkit.metrics.core import build_cache
     from idc_toolkit.metrics.registry import metric_class, resolve_families
 
     from .protocols import get_protocol
 
-    if out is not None and (Path(out) / "compare.json").exists() and not overwrite:
-        raise EvaluationError(f"{Path(out) / 'compare.json'} exists; pass --overwrite to replace it, or choose another --out")
+    from idc_toolkit import __version__
+    from idc_toolkit.runs.fingerprint import digest
+
+    from .outputs import COMPARE_FILE, open_compare_folder
+
     proto = get_protocol("rcc")
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))
@@ -182,6 +185,12 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
                      breakdown=False) for p in (a, b)]
     if list(preps[0].references) != list(preps[1].references):
         raise EvaluationError("A and B do not cover the same pairs; a paired test needs the same pairs")
+    folder = None
+    if out is not None:  # checked before the bootstrap runs
+        run = {"a": digest(preps[0].hypotheses), "b": digest(preps[1].hypotheses), "references": refs.fingerprint,
+               "metrics": list(metrics or []), "bootstrap": bootstrap, "seed": seed, "spice": bool(spice_jars),
+               "allow_missing": allow_missing, "drop_empty_references": drop_empty_references, "toolkit_version": __version__}
+        folder = open_compare_folder(Path(out), run, overwrite)
     # a metric that needs what not every machine has (SPICE's jars) is only run when asked
     families = tuple(f for f in resolve_families(metrics) if not metric_class(f).optional or spice_jars)
     caches = []
@@ -194,9 +203,9 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
         for cache in caches:
             cache.close()
     report = {"a": _source(a), "b": _source(b), "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
-    if out is not None:
+    if folder is not None:
         from idc_toolkit.runs.folder import write_json_atomic
 
-        Path(out).mkdir(parents=True, exist_ok=True)
-        write_json_atomic(Path(out) / "compare.json", report)
+        write_json_atomic(Path(out) / COMPARE_FILE, report)
+        folder.finalise(lambda final: None)
     return report

@@ -89,6 +89,15 @@ def test_compare(demo_dataset, tmp_path, capsys):
     assert report["metrics"]["CIDEr"]["mean_difference"] > 0 and report["metrics"]["CIDEr"]["p_value"] < 0.05
     shown = capsys.readouterr().out
     assert "p-value" in shown and "| A (x100) | B (x100) |" in shown
+    compare = ["compare", str(a), str(b), "--dataset", str(demo_dataset), "--out", str(tmp_path / "c"), "--metrics", "BLEU",
+               "CIDEr"]
+    assert main([*compare, "--bootstrap", "200"]) == 0  # the same comparison: rewritten
+    assert main([*compare, "--bootstrap", "100"]) == 1  # another one into the same folder: refused, naming it
+    assert "holds a compare run with other settings (bootstrap: 200 -> 100)" in capsys.readouterr().err
+    assert main([*compare, "--bootstrap", "100", "--overwrite"]) == 0
+    assert json.loads((tmp_path / "c" / "compare.json").read_text())["resamples"] == 100
+    (tmp_path / "c" / "notes.txt").write_text("mine")
+    assert main([*compare, "--bootstrap", "50", "--overwrite"]) == 1 and (tmp_path / "c" / "notes.txt").is_file()
 
 
 def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):
