@@ -17,8 +17,6 @@ class Runner:
     #: one line for ``idc-eval --help``
     summary: ClassVar[str] = ""
     required_columns: ClassVar[tuple[str, ...]] = ("pair_id", "before", "after")
-    #: runner-specific options (dest -> default), filled by :meth:`add_arguments`
-    describe: dict[str, Any]
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:

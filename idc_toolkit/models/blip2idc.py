@@ -100,8 +100,6 @@ class Blip2IDCRunner(Runner):
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
         self.inputs = Blip2IDCInputs(processor, (pair_style or facts.pair_style) == "edit", max_new_tokens)
-        self.describe = self.description(base_model, adapter, device, dtype, facts, revision, max_new_tokens=max_new_tokens,
-                                         pair_style=pair_style)
 
     @classmethod
     def description(cls, base_model, adapter, device, dtype, facts, revision=None, max_new_tokens: int = MAX_NEW_TOKENS,
@@ -110,9 +108,6 @@ class Blip2IDCRunner(Runner):
         return {**super().description(base_model, adapter, device, dtype, facts, revision),
                 "preprocess": "stacked pair" + (" + resize/blur" if edit else ""),
                 "generation": f"greedy, max_new_tokens={max_new_tokens}, no prompt"}
-
-    def images(self, rows: list[dict[str, Any]]):
-        return [stacked_pair(r["before"], r["after"], self.inputs.resize_blur, r["pair_id"]) for r in rows]
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
         return self.inputs.decode(self.model, rows)

@@ -41,6 +41,15 @@ def build_prompt(entities: list[str], n: int) -> str:
     return f"{PROMPT} Entity: {', '.join(picked)}." if picked else PROMPT
 
 
+def captured_pictures(holder: "PairAttention", rows) -> list:
+    """Fig. 4 pictures of the maps :func:`pair_forward` captured on its last call, one per row:
+    what ``--save-attention`` writes and what ``idc-train --attention-every`` draws."""
+    att = holder.last.float().cpu().numpy()  # (B, 2, patches)
+    g = int(round(att.shape[-1] ** 0.5))
+    return [draw_attention(row["before"], row["after"], maps.reshape(2, g, g), row.get("change_mask"))
+            for row, maps in zip(rows, att)]
+
+
 class PairAttention:
     """What :func:`pair_forward` captured on its last call: ``last`` = (B, 2, patches), the
     final-layer CLS-to-patch attention of the before and the after image, head-averaged."""
@@ -198,8 +207,6 @@ class DavirRunner(Runner):
         self.inputs = DavirInputs(processor, num_entities, max_new_tokens)
         if self.attention_dir:
             self.attention_dir.mkdir(parents=True, exist_ok=True)
-        self.describe = self.description(base_model, adapter, device, dtype, facts, revision,
-                                         max_new_tokens=max_new_tokens, num_entities=num_entities)
 
     @classmethod
     def description(cls, base_model, adapter, device, dtype, facts, revision=None, max_new_tokens: int = MAX_NEW_TOKENS,
@@ -218,10 +225,7 @@ class DavirRunner(Runner):
     def save_attention(self, rows) -> None:
         """Draw the maps :func:`pair_forward` captured during the batch's generation; the file
         name is made from the pair id but can never leave the folder."""
-        att = self.attention.last.float().cpu().numpy()  # (B, 2, patches)
-        g = int(round(att.shape[-1] ** 0.5))
-        for row, pair_maps in zip(rows, att.reshape(len(att), 2, g, g)):
-            picture = draw_attention(row["before"], row["after"], pair_maps, row.get("change_mask"))
+        for row, picture in zip(rows, captured_pictures(self.attention, rows)):
             picture.save(inside(self.attention_dir, file_name_for(row["pair_id"], ".png")))
 
 
@@ -342,10 +346,7 @@ class DavirRecipe(Recipe):
         batch = {k: v.to(model.device) for k, v in batch.items() if not k.startswith("idc_") and k != "labels"}
         with torch.no_grad():
             model(**batch)
-        att = self.attention.last.float().cpu().numpy()
-        g = self.grid
-        return [draw_attention(row["before"], row["after"], maps.reshape(2, g, g), row.get("change_mask"))
-                for row, maps in zip(rows, att)]
+        return captured_pictures(self.attention, rows)
 
 
 def _mask_image(value):

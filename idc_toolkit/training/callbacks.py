@@ -17,13 +17,6 @@ def _batches(rows, size: int):
         yield [rows[i] for i in range(start, min(len(rows), start + size))]
 
 
-def _rank_world() -> tuple[int, int]:
-    from ..runs.ranks import dist_info
-
-    rank, world, _ = dist_info()
-    return rank, world
-
-
 def _epoch_ended(state) -> bool:
     return state.epoch is not None and abs(state.epoch - round(state.epoch)) < 1e-6 and round(state.epoch) > 0
 
@@ -52,7 +45,9 @@ class EpochValidation(TrainerCallback):
         from .ranks import gather_to_first, share_from_first
 
         rows = self._rows()
-        rank, world = _rank_world()
+        from ..runs.ranks import dist_info
+
+        rank, world, _ = dist_info()
         mine = rows.select(range(rank, len(rows), world)) if world > 1 else rows
         preds: dict[str, str] = {}
         for batch in _batches(mine, batch_size):
