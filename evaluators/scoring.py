@@ -169,6 +169,7 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
     ``compare.json`` under the run engine's rule (:func:`~.outputs.open_compare_folder`)."""
     from idc_toolkit.metrics.bootstrap import paired_test
     from idc_toolkit.metrics.core import build_cache
+    from idc_toolkit.metrics.meteor import one_jvm_set
     from idc_toolkit.metrics.registry import metric_class, resolve_families
 
     from .protocols import get_protocol
@@ -194,14 +195,15 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
     # a metric that needs what not every machine has (SPICE's jars) is only run when asked
     families = tuple(f for f in resolve_families(metrics) if not metric_class(f).optional or spice_jars)
     caches = []
-    try:
-        for prep in preps:
-            caches.append(build_cache(prep.hypotheses, prep.references, families, spice_jars))
-        idx = list(range(len(caches[0].ids)))
-        result = paired_test(caches[0], caches[1], idx, bootstrap, seed)
-    finally:
-        for cache in caches:
-            cache.close()
+    with one_jvm_set():  # A and B are scored one after the other: one METEOR JVM serves both
+        try:
+            for prep in preps:
+                caches.append(build_cache(prep.hypotheses, prep.references, families, spice_jars))
+            idx = list(range(len(caches[0].ids)))
+            result = paired_test(caches[0], caches[1], idx, bootstrap, seed)
+        finally:
+            for cache in caches:
+                cache.close()
     report = {"a": _source(a), "b": _source(b), "n_pairs": len(caches[0].ids), "resamples": bootstrap, "seed": seed, "metrics": result}
     if folder is not None:
         from idc_toolkit.runs.folder import write_json_atomic

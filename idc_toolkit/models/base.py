@@ -23,11 +23,18 @@ class Runner:
         """Add this runner's own options (none by default)."""
 
     @classmethod
-    def option_names(cls) -> list[str]:
-        """The ``dest`` names of the options :meth:`add_arguments` adds."""
+    def option_defaults(cls) -> dict[str, Any]:
+        """``{dest: default}`` of the options :meth:`add_arguments` adds: what the command line
+        passes when an option is not given, so that the Python API fingerprints a run exactly
+        as ``idc-eval --model`` does."""
         probe = argparse.ArgumentParser(add_help=False)
         cls.add_arguments(probe.add_argument_group())
-        return [a.dest for a in probe._actions]
+        return {a.dest: a.default for a in probe._actions}
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """The ``dest`` names of the options :meth:`add_arguments` adds."""
+        return list(cls.option_defaults())
 
     @classmethod
     def options(cls, args: argparse.Namespace) -> dict[str, Any]:

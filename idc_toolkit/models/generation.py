@@ -73,7 +73,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
 
     from .adapters import resolve_adapter
 
-    options = dict(options or {})
+    options = {**runner_cls.option_defaults(), **(options or {})}
     adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split)
     facts = dataset_facts(dataset)
