@@ -105,12 +105,18 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     from idc_toolkit.runs.folder import write_text_atomic
 
     metrics = [m for m in result.metrics if m in result.per_pair]
+    # the groups a pair was scored in beyond its category (IoU groups, --groups, --group-by), ";"-joined
+    extra = [g for g in result.group_indices if g not in ("overall", "change_only") and g not in set(categories.values())]
+    member: dict[int, list[str]] = {}
+    for g in extra:
+        for k in result.group_indices[g]:
+            member.setdefault(k, []).append(g)
     buf = io.StringIO(newline="")
     w = csv.writer(buf)
-    w.writerow(["pair_id", "category", "prediction", "references", *metrics])
+    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups"])
     for k, pid in enumerate(result.ids):
         w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
-                    *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics)])
+                    *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics), ";".join(member.get(k, []))])
     write_text_atomic(path, buf.getvalue())
 
 

@@ -9,6 +9,8 @@ The public API mirrors the command-line tools::
     generate_predictions idc-eval --model ... --predict-only
     evaluate_predictions idc-eval --predictions
     compare_systems      idc-eval compare
+    view                 idc-view             (a static pair browser of a dataset and its evaluations)
+    view_figure          idc-view figure      (a qualitative-examples panel: PDF, PNG, LaTeX)
 
 Importing the package is cheap on purpose: every name is loaded on first use, and heavy
 libraries (torch, transformers, diffusers) only inside the functions that need them, so
@@ -29,6 +31,8 @@ _API = {
     "evaluate_predictions": "idc_toolkit.api:evaluate_predictions",
     "compare_systems": "idc_toolkit.api:compare_systems",
     "train": "idc_toolkit.training.train:train",
+    "view": "idc_toolkit.viewer.site:write_site",
+    "view_figure": "idc_toolkit.viewer.figure:write_figure",
 }
 __all__ = ["__version__", *_API]
 

@@ -31,5 +31,10 @@ def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
         assert steps and ("attention_loss" in steps[0]) == (name == "davir")
     assert "| BLIP2IDC (tiny, trained) |" in printed and "| nearest-neighbour baseline |" in printed
     assert sorted((out / "runs" / "davir" / "attention").iterdir())
+    # it ends with the pair browser of its test split and the three evaluations
+    assert f"open {(out / 'view' / 'index.html').resolve().as_uri()}" in printed
+    site = json.loads((out / "view" / "assets" / "site.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    assert [s["name"] for s in site["systems"]] == ["nearest-neighbour baseline", "BLIP2IDC (tiny, trained)", "DAVIR (tiny, trained)"]
+    assert site["n_pairs"] == 10
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

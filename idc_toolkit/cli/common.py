@@ -18,7 +18,7 @@ from ..errors import IDCError
 #: the extra that provides each optional top-level module
 EXTRAS = {
     "torch": "models", "torchvision": "models", "transformers": "models", "diffusers": "models", "peft": "models",
-    "accelerate": "models", "open_clip": "models", "segment_anything": "models", "sklearn": "models",
+    "accelerate": "models", "open_clip": "models", "segment_anything": "models", "scipy": "models",
     "spacy": "models", "safetensors": "models", "tokenizers": "models", "ray": "distributed",
 }
 

@@ -83,10 +83,27 @@ def _demo(args) -> int:
     from .eval import main as eval_main
 
     code = eval_main(["--predictions", str(pred_path), "--dataset", str(out / "clevr_change_demo_entities"),
-                      "--split", "test", "--out", str(out / "eval"), "--bootstrap", str(args.bootstrap)])
-    if code or not args.with_model:
+                      "--split", "test", "--out", str(out / "eval"), "--bootstrap", str(args.bootstrap),
+                      "--name", "nearest-neighbour baseline"])
+    if code:
         return code
-    return _with_models(args, out)
+    runs = [out / "eval"]
+    if args.with_model:
+        code = _with_models(args, out)
+        if code:
+            return code
+        runs += [out / "eval_blip2idc", out / "eval_davir"]
+    return _view(out, runs)
+
+
+def _view(out: Path, runs: list[Path]) -> int:
+    """The pair browser of the demo's test split and its evaluations (idc-view)."""
+    from ..viewer.site import write_site
+
+    site = write_site(out / "view", dataset=str(out / "clevr_change_demo_entities"), splits=["test"], evaluations=runs,
+                      title="idc-toolkit demo (procedural CLEVR-Change-style scenes)", overwrite=True, progress=False)
+    print(f"\npair browser (idc-view): {site.n_pairs} test pairs, {len(site.systems)} system(s); open {site.index.resolve().as_uri()}")
+    return 0
 
 
 def _with_models(args, out: Path) -> int:
@@ -115,6 +132,7 @@ def _with_models(args, out: Path) -> int:
     datasets = {"blip2idc": out / "clevr_change_demo", "davir": masked}
     lrs = {"blip2idc": "1e-3", "davir": "5e-3"}  # tiny models learn at a higher rate than the papers' 7B ones
     every = max(1, args.train_epochs * -(-len(train_rows) // 16) // 6)  # about six pictures per run
+    titles = {"blip2idc": "BLIP2IDC", "davir": "DAVIR"}
     for step, name in enumerate(("blip2idc", "davir"), 2):
         extra = ["--attention-every", str(every)] if name == "davir" else []
         print(f"[+{step}] idc-train --model {name}: {args.train_epochs} epochs, batch 16, lr {lrs[name]}"
@@ -127,7 +145,8 @@ def _with_models(args, out: Path) -> int:
             return code
         code = eval_main(["--model", name, "--base-model", str(bases[name]), "--adapter", str(out / "runs" / name / "adapter"),
                           "--dataset", str(masked), "--split", "test", "--out", str(out / f"eval_{name}"), "--device", "cpu",
-                          "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr", "--no-progress"])
+                          "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr", "--no-progress",
+                          "--name", f"{titles[name]} (tiny, trained)"])
         if code:
             return code
     print("\n[+4] test CIDEr (x100), each group scored on its own")

@@ -1,0 +1,131 @@
+"""``idc-view figure``: a qualitative-examples panel as change-captioning papers print them.
+
+One row per pair: the before image, the after image (the change mask outlined when asked and
+present), then the references and each system's caption with its per-pair CIDEr from the
+evaluation's own ``per_pair.csv``. Written as ``figure.pdf`` (one page, vector text) and
+``figure.png`` (``width`` inches at ``dpi``: ``width * dpi`` pixels wide), plus ``figure.tex``,
+the snippet that includes the PDF.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..errors import IDCError
+from .sources import read_evaluation, unique_names
+
+#: what a finished figure folder holds (the only names --overwrite removes)
+OWNED = ("figure.pdf", "figure.png", "figure.tex")
+
+
+@dataclass(frozen=True)
+class FigureResult:
+    pdf: Path
+    png: Path
+    tex: Path
+    pairs: tuple[str, ...]
+
+
+def write_figure(out: Path | str, *, pairs: Sequence[str], dataset: str, split: Optional[str] = None,
+                 evaluations: Sequence[Path | str] = (), width: float = 7.0, dpi: int = 200, mask: bool = True,
+                 wrap: int = 60, overwrite: bool = False) -> FigureResult:
+    """Write the panel for ``pairs`` (in that order) into ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .. import __version__
+    from ..runs import RunFolder
+    from ..runs.rows import decode_image, open_split
+    from .images import MASK_COLOUR, mask_outline
+
+    if not pairs:
+        raise IDCError("--pairs: give at least one pair id")
+    runs = unique_names([read_evaluation(e) for e in evaluations])
+    split = split or next((ev.split for ev in runs if ev.split), None) or "test"
+    rows, features, fingerprint = open_split(dataset, split)
+    wanted = {pid: None for pid in pairs}
+    for start in range(0, len(rows), 256):
+        for row in rows.read(start, min(start + 256, len(rows))):
+            if str(row["pair_id"]) in wanted:
+                wanted[str(row["pair_id"])] = row
+    missing = [pid for pid, row in wanted.items() if row is None]
+    if missing:
+        raise IDCError(f"--pairs: {', '.join(map(repr, missing[:5]))} not in split {split!r} of {dataset}")
+    fields = {"pairs": list(pairs), "dataset": fingerprint, "split": split, "evaluations": [[e.name, e.content_hash] for e in runs],
+              "width": width, "dpi": dpi, "mask": mask, "wrap": wrap, "toolkit": __version__}
+    out_dir = Path(out)
+    folder = RunFolder(out_dir, "figure", fields, owned=OWNED, card_record=False, record_file="figure.json").open(overwrite)
+    result = FigureResult(out_dir / "figure.pdf", out_dir / "figure.png", out_dir / "figure.tex", tuple(pairs))
+    if folder.complete:
+        return result
+
+    names = getattr(features.get("category"), "names", None) if hasattr(features, "get") else None
+    n = len(pairs)
+    row_height = width * 0.27
+    fig, axes = plt.subplots(n, 3, figsize=(width, row_height * n), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 1, 1.6], "wspace": 0.05, "hspace": 0.12})
+    for r, pid in enumerate(pairs):
+        row = wanted[pid]
+        before, after = decode_image(row["before"]).convert("RGB"), decode_image(row["after"]).convert("RGB")
+        for c, (image, label) in enumerate(((before, "before"), (after, "after"))):
+            ax = axes[r][c]
+            if c == 1 and mask and row.get("change_mask"):
+                import numpy as np
+
+                pixels = np.asarray(image).copy()
+                pixels[mask_outline(decode_image(row["change_mask"]), image.size)] = MASK_COLOUR
+                ax.imshow(pixels)
+            else:
+                ax.imshow(image)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(label, fontsize=8)
+        cat = row.get("category")
+        category = names[cat] if names is not None and isinstance(cat, int) else cat
+        lines = [f"{pid}" + (f" ({category})" if category else "")]
+        lines += ["GT: " + line for ref in list(row.get("captions") or [])[:2] for line in _wrap(ref, wrap)]
+        for ev in runs:
+            result_row = ev.pairs.get(pid)
+            if result_row is None:
+                raise IDCError(f"{ev.folder}: no caption for pair {pid!r}")
+            cider = result_row.scores.get("CIDEr")
+            head = f"{ev.name}" + (f" [CIDEr {100 * cider:.1f}]" if cider is not None else "") + ": "
+            lines += _wrap(head + result_row.caption, wrap)
+        text_ax = axes[r][2]
+        text_ax.axis("off")
+        text_ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="serif", transform=text_ax.transAxes, parse_math=False)
+
+    def stage(final: Path) -> None:
+        fig.savefig(final / "figure.pdf", bbox_inches=None)
+        fig.savefig(final / "figure.png", dpi=dpi, bbox_inches=None)
+        ids = ", ".join(_latex(p) for p in pairs)
+        (final / "figure.tex").write_text(
+            "\\begin{figure*}[t]\n  \\centering\n  \\includegraphics[width=\\textwidth]{figure.pdf}\n"
+            f"  \\caption{{Qualitative examples ({ids}). GT: ground-truth references; "
+            "each system's caption with its per-pair CIDEr (x100).}\n  \\label{fig:idc-qualitative}\n\\end{figure*}\n",
+            encoding="utf-8")
+
+    try:
+        folder.finalise(stage, order=OWNED)
+    finally:
+        plt.close(fig)
+    return result
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(" ".join(str(text).split()), width) or [""]
+
+
+def _latex(text: str) -> str:
+    """``text`` safe inside a LaTeX caption."""
+    out = str(text)
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+        out = out.replace(char, escaped) if char != "\\" else out.replace(char, "\x00")
+    return out.replace("\x00", r"\textbackslash{}")

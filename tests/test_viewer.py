@@ -1,0 +1,237 @@
+"""``idc-view``: the site in a real headless browser (Debian's chromium + chromedriver through
+selenium), and ``idc-view figure``. The ground truth: the demo generator's own change masks,
+and the evaluations' per_pair.csv files (the page must sort by exactly those numbers)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import http.server
+import io
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from idc_toolkit.cli.view import main as view_main
+from idc_toolkit.errors import IDCError
+
+pytestmark = pytest.mark.java
+
+XSS = "<img src=x onerror=alert(1)>"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def site(davir_dataset, tmp_path_factory):
+    """The demo dataset with masks and entities, and two evaluations of its test split: A says
+    each pair's first reference, B one fixed sentence (and, on one pair, an XSS attempt)."""
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+    from idc_toolkit.evaluators.scoring import evaluate
+
+    root = tmp_path_factory.mktemp("view")
+    refs = load_references_dataset(str(davir_dataset), "test")
+    ids = list(refs.captions)
+    a = {pid: caps[0] for pid, caps in refs.captions.items()}
+    b = {pid: "the small sphere changed its colour" for pid in ids}
+    b[ids[1]] = XSS
+    for name, preds in (("A", a), ("B", b)):
+        evaluate(preds, dataset=str(davir_dataset), split="test", out=root / f"eval_{name}", metrics=["BLEU", "ROUGE_L", "CIDEr"],
+                 name=f"system {name}", bootstrap=20)
+    out = root / "site"
+    assert view_main(["--dataset", str(davir_dataset), "--eval", str(root / "eval_A"), "--eval", str(root / "eval_B"),
+                      "--out", str(out), "--no-progress"]) == 0
+    return {"root": root, "out": out, "dataset": davir_dataset, "ids": ids, "categories": refs.categories}
+
+
+def _per_pair(folder: Path) -> dict[str, dict[str, str]]:
+    return {r["pair_id"]: r for r in csv.DictReader((folder / "per_pair.csv").open(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        pytest.skip(f"no headless browser: {CHROMIUM} and {CHROMEDRIVER} (Debian: apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                 "--force-device-scale-factor=1"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _open(browser, url: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get("about:blank")
+    browser.get(url)
+    WebDriverWait(browser, 20).until(lambda d: d.execute_script("return document.body.dataset.rendered || ''"))
+    return browser
+
+
+def _cards(browser) -> list[dict[str, str]]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('article.pair')).map(a => ({key: a.dataset.key,"
+        " id: a.querySelector('h3 a').textContent, category: (a.querySelector('.category') || {}).textContent || ''}))")
+
+
+def _select(browser, element_id: str, value: str) -> None:
+    browser.execute_script("const s = document.getElementById(arguments[0]); s.value = arguments[1];"
+                           "s.dispatchEvent(new Event('change'));", element_id, value)
+
+
+def test_page_loads_offline_without_errors_and_shows_every_pair(site, browser):
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri())
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert errors == []
+    assert browser.find_element("id", "status").text.startswith(f"Showing 1-{len(site['ids'])} of {len(site['ids'])} pair(s)")
+    assert browser.execute_script("return performance.getEntriesByType('resource').filter(r => !r.name.startsWith('file:')).length") == 0
+    tables = browser.find_element("id", "tables").text
+    assert "system A [test] (protocol rcc)" in tables and "system B" in tables
+
+
+def test_filter_by_category_shows_exactly_that_category(site, browser):
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri())
+    _select(browser, "f-category", "move")
+    shown = _cards(browser)
+    expected = [pid for pid in site["ids"] if site["categories"][pid] == "move"]
+    assert [c["id"] for c in shown] == expected and {c["category"] for c in shown} == {"move"}
+
+
+def test_sorting_by_the_cider_difference_puts_the_largest_first(site, browser):
+    a, b = _per_pair(site["root"] / "eval_A"), _per_pair(site["root"] / "eval_B")
+    diff = {pid: float(a[pid]["CIDEr"]) - float(b[pid]["CIDEr"]) for pid in a}
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri())
+    _select(browser, "s-a", "0")
+    _select(browser, "s-b", "1")
+    _select(browser, "s-metric", "CIDEr")
+    order = [c["id"] for c in _cards(browser)]
+    assert order[0] == max(diff, key=lambda pid: (diff[pid], -site["ids"].index(pid)))
+    assert [diff[pid] for pid in order] == sorted(diff.values(), reverse=True)
+    _select(browser, "s-order", "asc")
+    assert _cards(browser)[0]["id"] == min(diff, key=lambda pid: (diff[pid], site["ids"].index(pid)))
+
+
+def test_a_deep_link_opens_that_pair(site, browser):
+    pid = site["ids"][3]
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri() + f"#pair=test/{pid}")
+    assert [c["id"] for c in _cards(browser)] == [pid]
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri() + f"#pair={pid}")
+    assert [c["id"] for c in _cards(browser)] == [pid]
+
+
+def test_images_render_and_the_mask_outline_sits_on_the_ground_truth_change(site, browser, demo_raw):
+    from idc_toolkit.viewer.images import MASK_COLOUR
+
+    pid = next(p for p in site["ids"] if site["categories"][p] == "add")
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri() + f"#pair=test/{pid}")
+    browser.execute_script("return Promise.all(Array.from(document.images).map(i => i.decode()))")
+    natural = browser.execute_script("return Array.from(document.images).map(i => i.naturalWidth)")
+    assert len(natural) >= 3 and all(w > 0 for w in natural)
+    diff = browser.find_element("css selector", "article.pair img[alt^='difference']")
+    shot = np.asarray(Image.open(io.BytesIO(diff.screenshot_as_png)).convert("RGB")).astype(int)
+    assert shot.std() > 5  # not blank
+    outline = (np.abs(shot - np.array(MASK_COLOUR)).sum(axis=2) < 60)
+    assert outline.sum() > 10
+    truth = np.asarray(Image.open(demo_raw / "masks" / f"{pid}.png").convert("L").resize(shot.shape[1::-1], Image.NEAREST)) > 127
+    edge = truth & ~_erode(truth)  # the ground truth's boundary
+    near_outline = _dilate(outline, 2)
+    assert (edge & near_outline).sum() / edge.sum() > 0.8  # the change itself is outlined
+
+
+def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
+    out = mask.copy()
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            out |= np.roll(np.roll(mask, dy, axis=0), dx, axis=1)
+    return out
+
+
+def _erode(mask: np.ndarray) -> np.ndarray:
+    return ~_dilate(~mask, 1)
+
+
+def test_a_caption_with_markup_shows_as_text_and_runs_nothing(site, browser):
+    from selenium.common.exceptions import NoAlertPresentException
+
+    pid = site["ids"][1]
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri() + f"#pair=test/{pid}")
+    captions = browser.execute_script("return Array.from(document.querySelectorAll('td.caption')).map(t => t.textContent)")
+    assert XSS in captions
+    assert browser.execute_script("return document.querySelectorAll('img[src=\"x\"]').length") == 0
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+
+
+def test_the_site_also_works_through_a_local_http_server(site, browser):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site["out"]))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _open(browser, f"http://127.0.0.1:{server.server_address[1]}/index.html")
+        assert len(_cards(browser)) == len(site["ids"])
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        server.shutdown()
+
+
+def test_site_folder_rule_and_per_pair_groups(site, tmp_path, capsys):
+    out = site["out"]
+    args = ["--dataset", str(site["dataset"]), "--eval", str(site["root"] / "eval_A"), "--eval", str(site["root"] / "eval_B"),
+            "--out", str(out), "--no-progress"]
+    assert view_main(args) == 0 and "already holds this site" in capsys.readouterr().out
+    assert view_main([*args, "--image-size", "100"]) == 1
+    assert "holds a view run with other settings (image_size: 320 -> 100)" in capsys.readouterr().err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    assert view_main([*args[:-3], "--out", str(mine), "--overwrite", "--no-progress"]) == 1 and (mine / "notes.txt").is_file()
+    # an evaluation of other pairs is refused, naming them
+    other = tmp_path / "other"
+    shutil.copytree(site["root"] / "eval_A", other)
+    text = (other / "per_pair.csv").read_text().replace(site["ids"][0] + ",", "no_such_pair,", 1)
+    (other / "per_pair.csv").write_text(text)
+    with pytest.raises(IDCError, match="1 pair id.*not in split 'test'.*no_such_pair"):
+        from idc_toolkit.viewer.site import write_site
+
+        write_site(tmp_path / "s2", dataset=str(site["dataset"]), evaluations=[other], progress=False)
+
+
+def test_figure_pdf_png_and_latex(site, tmp_path):
+    pairs = site["ids"][:3]
+    out = tmp_path / "fig"
+    assert view_main(["figure", "--pairs", ",".join(pairs), "--dataset", str(site["dataset"]), "--eval",
+                      str(site["root"] / "eval_A"), "--eval", str(site["root"] / "eval_B"), "--out", str(out),
+                      "--width", "6.5", "--dpi", "100"]) == 0
+    pdf = (out / "figure.pdf").read_bytes()
+    import re
+
+    assert len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1  # one page
+    assert len(re.findall(rb"/Subtype\s*/Image", pdf)) == 2 * len(pairs)  # before + after per pair
+    assert Image.open(out / "figure.png").width == 650
+    tex = (out / "figure.tex").read_text()
+    assert "\\includegraphics[width=\\textwidth]{figure.pdf}" in tex and pairs[0].replace("_", "\\_") in tex
+    assert view_main(["figure", "--pairs", "nope", "--dataset", str(site["dataset"]), "--out", str(tmp_path / "f2")]) == 1
+
+
+def test_evaluations_alone_without_a_dataset(site, tmp_path):
+    from idc_toolkit.viewer.site import write_site
+
+    result = write_site(tmp_path / "s", evaluations=[site["root"] / "eval_A"], progress=False)
+    pairs = json.loads((tmp_path / "s" / "assets" / "pairs.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    assert result.n_pairs == len(site["ids"]) and pairs[0]["img"] is None and pairs[0]["refs"]
