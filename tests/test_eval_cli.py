@@ -88,7 +88,10 @@ def test_compare(demo_dataset, tmp_path, capsys):
     report = json.loads((tmp_path / "c" / "compare.json").read_text())
     assert report["metrics"]["CIDEr"]["mean_difference"] > 0 and report["metrics"]["CIDEr"]["p_value"] < 0.05
     shown = capsys.readouterr().out
-    assert "p-value" in shown and "| A (x100) | B (x100) |" in shown
+    assert "p-value" in shown and "| A (x100) | B (x100) | A-B (x100) |" in shown
+    cider = report["metrics"]["CIDEr"]
+    assert cider["difference"] == cider["a"] - cider["b"]  # the printed A-B is the systems' difference, not the bootstrap mean
+    assert f"| CIDEr | {100 * cider['a']:.2f} | {100 * cider['b']:.2f} | {100 * cider['difference']:+.2f} |" in shown
     compare = ["compare", str(a), str(b), "--dataset", str(demo_dataset), "--out", str(tmp_path / "c"), "--metrics", "BLEU",
                "CIDEr"]
     assert main([*compare, "--bootstrap", "200"]) == 0  # the same comparison: rewritten

@@ -75,12 +75,17 @@ def model_name(argv: list[str]) -> str | None:
 
 
 def setup_logging(args: argparse.Namespace) -> None:
-    level = logging.WARNING if getattr(args, "quiet", False) else logging.INFO
-    if getattr(args, "verbose", 0) >= 2:
-        level = logging.DEBUG
-    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr, force=True)
+    """Quiet by default: the toolkit's own INFO lines, and only warnings from libraries
+    (open_clip, for one, logs its progress on the root logger); ``-v`` adds the libraries' INFO,
+    ``-vv`` everyone's DEBUG, ``-q`` leaves warnings and errors only."""
+    verbose = getattr(args, "verbose", 0)
+    ours = logging.WARNING if getattr(args, "quiet", False) else logging.DEBUG if verbose >= 2 else logging.INFO
+    libraries = logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING
+    logging.basicConfig(level=max(libraries, logging.WARNING) if getattr(args, "quiet", False) else libraries,
+                        format="%(message)s", stream=sys.stderr, force=True)
+    logging.getLogger("idc_toolkit").setLevel(ours)
     for noisy in ("httpx", "urllib3", "filelock", "datasets", "huggingface_hub", "ray"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+        logging.getLogger(noisy).setLevel(max(libraries, logging.WARNING))
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str:

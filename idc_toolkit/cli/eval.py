@@ -145,9 +145,10 @@ def run_compare(args) -> dict:
 
     report = compare_systems(args.a, args.b, out=args.out, bootstrap=args.bootstrap, overwrite=args.overwrite,
                              **_reference_options(args))
-    print("| metric | A (x100) | B (x100) | mean A-B (x100) | 95% interval | p-value |\n| --- | ---: | ---: | ---: | --- | ---: |")
+    print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
+          "| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():
-        print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {100 * v['mean_difference']:+.2f} "
+        print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {100 * v['difference']:+.2f} "
               f"| [{100 * v['ci_low']:+.2f}, {100 * v['ci_high']:+.2f}] | {format_p_value(v['p_value'], args.bootstrap)} |")
     return report
 

@@ -61,8 +61,9 @@ def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> d
 
 def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_resamples: int,
                 seed: int) -> dict[str, dict[str, float]]:
-    """Per metric: A's and B's scores on the pairs, the mean resampled difference A - B, its
-    95% interval and the p-value."""
+    """Per metric: A's and B's scores on the pairs, their difference A - B, the resampled
+    differences' mean (``mean_difference``, which can differ from A - B in sign when the two are
+    close) and 95% percentile interval, and the p-value."""
     rng = np.random.default_rng(seed)
     weights = resample_counts(len(idx), n_resamples, rng)
     sa = metric_samples(cache_a, idx, weights)
@@ -78,6 +79,7 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
         out[metric] = {
             "a": float(full_a[metric][0]),
             "b": float(full_b[metric][0]),
+            "difference": float(full_a[metric][0] - full_b[metric][0]),
             "mean_difference": float(np.mean(d)),
             "ci_low": float(np.percentile(d, 2.5)),
             "ci_high": float(np.percentile(d, 97.5)),
