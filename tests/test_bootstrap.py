@@ -8,7 +8,7 @@ from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.bleu import bleu_from_totals
 from idc_toolkit.metrics.bootstrap import paired_test, resample_counts
 from idc_toolkit.metrics.core import build_cache
-from idc_toolkit.metrics.meteor import aggregate_statistics, stats_line
+from idc_toolkit.metrics.meteor import aggregate_statistics, one_jvm_set, stats_line
 
 pytestmark = pytest.mark.java
 
@@ -52,15 +52,16 @@ def test_paired_test_separates_good_from_bad_and_not_from_itself():
     hyps, refs, _ = synthetic_caption_set(60, seed=4)
     good = {p: r[0] for p, r in refs.items()}
     bad = {p: "purple elephants dance" for p in refs}
-    ca = build_cache(good, refs, ["BLEU", "METEOR", "CIDEr"])
-    cb = build_cache(bad, refs, ["BLEU", "METEOR", "CIDEr"])
-    try:
-        idx = list(range(60))
-        out = paired_test(ca, cb, idx, 200, 0)
-        assert set(out) == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "CIDEr"}
-        assert all(v["p_value"] < 0.05 and v["mean_difference"] > 0 for v in out.values())
-        same = paired_test(ca, ca, idx, 50, 0)
-        assert all(v["p_value"] == 1.0 and v["mean_difference"] == 0 for v in same.values())
-    finally:
-        ca.close()
-        cb.close()
+    with one_jvm_set():  # as compare does: the two caches are used one at a time
+        ca = build_cache(good, refs, ["BLEU", "METEOR", "CIDEr"])
+        cb = build_cache(bad, refs, ["BLEU", "METEOR", "CIDEr"])
+        try:
+            idx = list(range(60))
+            out = paired_test(ca, cb, idx, 200, 0)
+            assert set(out) == {"Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "CIDEr"}
+            assert all(v["p_value"] < 0.05 and v["mean_difference"] > 0 for v in out.values())
+            same = paired_test(ca, ca, idx, 50, 0)
+            assert all(v["p_value"] == 1.0 and v["mean_difference"] == 0 for v in same.values())
+        finally:
+            ca.close()
+            cb.close()

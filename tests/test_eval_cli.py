@@ -104,21 +104,19 @@ def test_compare(demo_dataset, tmp_path, capsys):
 
 
 def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, monkeypatch):
-    """A and B share one JVM (loading one costs ~6 s of a core), with the values of separate
-    evaluations of A and of B."""
+    """A and B share one set of JVMs (loading one costs ~6 s of a core), with the values of
+    separate evaluations of A and of B."""
     from idc_toolkit.evaluators.scoring import compare_systems, evaluate_predictions
     from idc_toolkit.metrics import meteor
 
     refs = _test_refs(demo_dataset)
     a = {p: c[0] for p, c in refs.captions.items()}
     b = {p: "a small cube has changed its colour" for p in refs.captions}
-    meteor.close_idle_processes()
-    monkeypatch.setenv("IDC_METEOR_CACHE", "0")  # align every segment, cached or not
-    started = []
-    original = meteor.MeteorProcess.__init__
-    monkeypatch.setattr(meteor.MeteorProcess, "__init__", lambda self, *a, **k: (started.append(1), original(self, *a, **k))[1])
+    acquired = []
+    original = meteor.acquire_process
+    monkeypatch.setattr(meteor, "acquire_process", lambda: acquired.append(1) or original())
     report = compare_systems(a, b, dataset=str(demo_dataset), metrics=["METEOR"], bootstrap=20)
-    assert len(started) == meteor.meteor_workers()
+    assert len(acquired) == meteor.meteor_workers()  # not one set per system
     for system, key in ((a, "a"), (b, "b")):
         alone = evaluate_predictions(system, dataset=str(demo_dataset), metrics=["METEOR"], breakdown=False)
         assert report["metrics"]["METEOR"][key] == alone["overall"]["METEOR"]

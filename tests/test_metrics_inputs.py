@@ -134,13 +134,13 @@ def test_parallel_meteor_workers_give_one_jvms_statistics():
     """Two JVMs aligning halves of the segments answer what one JVM answers for all of them."""
     hyps = [f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)]
     refs = [[f"a cube moved {k % 2} times", "the cube moved"] for k in range(len(hyps))]
-    procs = [MeteorProcess(), MeteorProcess()]
+    procs = [meteor_mod.acquire_process(), MeteorProcess()]  # a warm JVM where an earlier test left one
     try:
         split = meteor_mod.parallel_statistics(procs, hyps, refs)
         whole = procs[0].statistics(hyps, refs)
     finally:
-        for p in procs:
-            p.close()
+        meteor_mod.release_process(procs[0])
+        procs[1].close()
     assert split == whole and len(whole) == len(hyps)
 
 

@@ -181,7 +181,7 @@ def _run(command: str) -> None:
 
     argv = shlex.split(command)
     scripts = {"idc-build": "build", "idc-precompute": "precompute", "idc-augment": "augment", "idc-eval": "eval",
-               "idc-train": "train", "idc-demo": "demo"}
+               "idc-train": "train", "idc-demo": "demo", "idc-view": "view"}
     if argv[0] == "torchrun":
         assert argv[1:3] == ["--nproc-per-node", "4"] and argv[3] == "-m", command
         module, args = argv[4], argv[5:]
@@ -224,6 +224,8 @@ def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
     from datasets import load_dataset
 
     assert set(load_dataset("data/spot_the_diff")) == {"train", "validation", "test"}
+    assert (work / "data/view/index.html").is_file() and (work / "data/figure/figure.pdf").is_file()
+    assert (work / "data/view_blip2idc/index.html").is_file()
     for folder in ("data/clevr_change_masks", "data/clevr_change_entities", "data/syned_aug", "runs/blip2idc/adapter",
                    "runs/davir/adapter", "eval/blip2idc_spot", "eval/davir/attention", "eval/blip2idc"):
         assert (work / folder).is_dir(), folder
