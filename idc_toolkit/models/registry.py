@@ -14,6 +14,7 @@ from ..errors import IDCError
 MODELS = {
     "blip2idc": "idc_toolkit.models.blip2idc",
     "davir": "idc_toolkit.models.davir",
+    "vlm": "idc_toolkit.models.vlm",
 }
 
 

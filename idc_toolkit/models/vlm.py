@@ -1,0 +1,200 @@
+"""Any transformers image-text-to-text model, zero-shot: ``idc-eval --model vlm --base-model ID``.
+
+What change-captioning papers report for general multi-image vision-language models (Qwen2-VL /
+Qwen2.5-VL, LLaVA-OneVision, Idefics3 / SmolVLM, ...), run the way such models are meant to be
+run: ``AutoProcessor`` + ``AutoModelForImageTextToText``; the before and after images as two
+images of one user turn, in that order, followed by the prompt, rendered with the model's own
+chat template; greedy decoding of ``--max-new-tokens`` with left padding (the batch decodes what
+one pair at a time decodes); bf16 on a GPU. A model that takes one image gets the stacked pair
+(BLIP2IDC's layout: before above after) with ``--single-image``.
+
+The prompt is a preset per dataset style (:data:`PROMPTS`: scene change, image edit, remote
+sensing), chosen from the dataset card's facts (a dataset without them needs
+``--prompt-preset`` or ``--prompt``), or ``--prompt`` / ``--prompt-file``. The answer is
+cleaned to one caption by :func:`clean_answer` (its rule, :data:`ANSWER_RULE`, is stored in
+``model.json`` with the prompt).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from ..errors import IDCError
+from ..facts import DatasetFacts
+from .base import Runner, resolve_dtype
+
+MAX_NEW_TOKENS = 40
+
+#: the prompt of each dataset style (two images: before, after)
+PROMPTS = {
+    "scene": "The first image shows a scene before a change and the second image shows the same scene after it. "
+             "In one sentence, describe what changed. If nothing changed, say so.",
+    "edit": "The second image is an edited version of the first image. In one sentence, describe the edit that was made.",
+    "remote_sensing": "The two images are satellite images of the same area taken at different times. "
+                      "In one sentence, describe what changed on the ground. If nothing changed, say so.",
+}
+#: the same, for a single-image model shown the stacked pair
+STACKED_PROMPTS = {
+    "scene": "The top half of the image shows a scene before a change and the bottom half shows the same scene after it. "
+             "In one sentence, describe what changed. If nothing changed, say so.",
+    "edit": "The bottom half of the image is an edited version of the top half. In one sentence, describe the edit that was made.",
+    "remote_sensing": "The top and bottom halves of the image are satellite images of the same area taken at different times. "
+                      "In one sentence, describe what changed on the ground. If nothing changed, say so.",
+}
+#: datasets whose style is not their pair style
+PRESET_BY_BUILDER = {"levir_cc": "remote_sensing"}
+
+ANSWER_RULE = ("the first non-empty line of the answer; a leading 'Assistant:' / 'Answer:' label, list marker and "
+               "surrounding quotes removed; cut after its first sentence (at '.', '!' or '?' followed by a space); trimmed")
+
+_LABEL = re.compile(r"^\s*(?:assistant|answer|caption|output)\s*:\s*", re.I)
+_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def clean_answer(text: str) -> str:
+    """One caption from a model's answer (the rule: :data:`ANSWER_RULE`)."""
+    line = next((ln for ln in str(text).splitlines() if ln.strip()), "")
+    line = _MARKER.sub("", _LABEL.sub("", line)).strip()
+    if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'`":
+        line = line[1:-1].strip()
+    return _SENTENCE_END.split(line, maxsplit=1)[0].strip()
+
+
+def preset_for(facts: DatasetFacts) -> Optional[str]:
+    """The prompt preset a dataset's facts call for (``None``: the card does not say)."""
+    if facts.builder in PRESET_BY_BUILDER:
+        return PRESET_BY_BUILDER[facts.builder]
+    return facts.pair_style if facts.pair_style in ("scene", "edit") else None
+
+
+def read_prompt_file(path: str) -> str:
+    """``--prompt-file``: its text is the prompt (read when the options are parsed, so the run's
+    fingerprint holds the prompt itself, not a path whose content may change)."""
+    from ..files import read_text
+
+    text = read_text(path, IDCError, "prompt file").strip()
+    if not text:
+        raise IDCError(f"{path}: the prompt file is empty")
+    return text
+
+
+class VlmInputs:
+    """The chat-formatted pair and greedy decoding of one processor."""
+
+    def __init__(self, processor, prompt: str, single_image: bool, max_new_tokens: int = MAX_NEW_TOKENS):
+        self.processor, self.prompt, self.single_image, self.max_new_tokens = processor, prompt, single_image, max_new_tokens
+        processor.tokenizer.padding_side = "left"  # decoder-only generation: the answer starts where every prompt ends
+
+    def messages(self) -> list[dict[str, Any]]:
+        images = [{"type": "image"}] * (1 if self.single_image else 2)
+        return [{"role": "user", "content": [*images, {"type": "text", "text": self.prompt}]}]
+
+    def text(self) -> str:
+        return self.processor.apply_chat_template(self.messages(), add_generation_prompt=True, tokenize=False)
+
+    def images(self, row: dict[str, Any]) -> list:
+        before, after = row["before"].convert("RGB"), row["after"].convert("RGB")
+        if self.single_image:
+            from .pairs import stacked_pair
+
+            return [stacked_pair(before, after)]
+        return [before, after]
+
+    def build(self, rows: list[dict[str, Any]]):
+        """The processor's batch for ``rows`` (left-padded)."""
+        text = self.text()
+        return self.processor(text=[text] * len(rows), images=[self.images(r) for r in rows], padding=True, return_tensors="pt")
+
+    def answers(self, model, rows: list[dict[str, Any]]) -> list[str]:
+        """The model's raw answers (the generated tokens only, special tokens skipped)."""
+        import torch
+
+        batch = self.build(rows).to(model.device)
+        floating = {k: v.to(model.dtype) for k, v in batch.items() if torch.is_tensor(v) and v.is_floating_point()}
+        with torch.inference_mode():
+            out = model.generate(**{**batch, **floating}, max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1)
+        return self.processor.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    def decode(self, model, rows: list[dict[str, Any]]) -> list[str]:
+        return [clean_answer(a) for a in self.answers(model, rows)]
+
+
+class VlmRunner(Runner):
+    name = "vlm"
+    summary = "any transformers image-text-to-text model, zero-shot (Qwen2-VL, LLaVA-OneVision, Idefics3, ...)"
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        prompt = group.add_mutually_exclusive_group()
+        prompt.add_argument("--prompt", help="vlm: the instruction after the two images (default: the dataset style's preset)")
+        prompt.add_argument("--prompt-file", dest="prompt", type=_prompt_file_type, metavar="FILE",
+                            help="vlm: read the instruction from FILE")
+        prompt.add_argument("--prompt-preset", choices=sorted(PROMPTS),
+                            help="vlm: a preset instead of the one the dataset card's facts call for")
+        group.add_argument("--single-image", action="store_true",
+                           help="vlm: the model takes one image: show it the stacked pair (before above after)")
+        group.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="greedy decoding length (default: %(default)s)")
+
+    @classmethod
+    def resolve_prompt(cls, facts: DatasetFacts, prompt: Optional[str], prompt_preset: Optional[str], single_image: bool,
+                       where: str) -> str:
+        if prompt:
+            return prompt
+        preset = prompt_preset or preset_for(facts)
+        if preset is None:
+            raise IDCError(f"{where}: its card records no pair style, which decides the prompt; pass --prompt-preset "
+                           f"{'|'.join(sorted(PROMPTS))} or --prompt")
+        return (STACKED_PROMPTS if single_image else PROMPTS)[preset]
+
+    @classmethod
+    def check_dataset(cls, columns, facts, options, where) -> None:
+        super().check_dataset(columns, facts, options, where)
+        cls.resolve_prompt(facts, options.get("prompt"), options.get("prompt_preset"), bool(options.get("single_image")), where)
+
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
+                 revision: Optional[str] = None, prompt: Optional[str] = None, prompt_preset: Optional[str] = None,
+                 single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS, **_: Any):
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        kwargs = {"revision": revision} if revision else {}
+        self.dtype = resolve_dtype(dtype, device)
+        processor = AutoProcessor.from_pretrained(base_model, **kwargs)
+        if getattr(processor, "tokenizer", None) is None or getattr(processor, "chat_template", None) is None:
+            raise IDCError(f"{base_model}: its processor has no tokenizer or no chat template; --model vlm runs chat models")
+        model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=self.dtype, **kwargs)
+        if adapter:
+            from .adapters import apply_adapter
+
+            model = apply_adapter(model, adapter, base_model)
+        self.model = model.to(device).eval()
+        text = self.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model)
+        self.inputs = VlmInputs(processor, text, single_image, max_new_tokens)
+
+    @classmethod
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, prompt: Optional[str] = None,
+                    prompt_preset: Optional[str] = None, single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS,
+                    **_: Any) -> dict[str, Any]:
+        return {**super().description(base_model, adapter, device, dtype, facts, revision),
+                "preprocess": "stacked pair, one image (--single-image)" if single_image
+                else "two images in one user turn: before, then after",
+                "prompt": cls.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model),
+                "chat_template": "the model's own (apply_chat_template, generation prompt added)",
+                "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding",
+                "answer_cleaning": ANSWER_RULE}
+
+    def generate(self, rows: list[dict[str, Any]]) -> list[str]:
+        return self.inputs.decode(self.model, rows)
+
+
+def _prompt_file_type(path: str) -> str:
+    import argparse
+
+    try:
+        return read_prompt_file(path)
+    except IDCError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+RUNNER = VlmRunner
