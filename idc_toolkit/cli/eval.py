@@ -1,8 +1,9 @@
 """``idc-eval``: score predictions exactly as coco-caption does, with per-category breakdowns.
 
     idc-eval --predictions P (--dataset DS [--split test] | --references R [--categories C]) --out DIR
-    idc-eval --model blip2idc|davir --base-model NAME_OR_PATH [--adapter PATH] --dataset DS --out DIR
+    idc-eval --model blip2idc|davir|vlm --base-model NAME_OR_PATH [--adapter PATH] --dataset DS --out DIR
     idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]
+    idc-eval lmms-tasks [--dataset TASK=PATH ...] [--out DIR]   (the lmms-eval task pack)
 
 Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
@@ -140,6 +141,38 @@ def run_score(args) -> dict:
     return ev.metrics
 
 
+def make_lmms_parser() -> argparse.ArgumentParser:
+    p = common.parser("idc-eval lmms-tasks", "Write the lmms-eval task pack (idc_spot_the_diff, idc_clevr_change, "
+                                             "idc_clevr_dc, idc_ier, idc_levir_cc, idc_emu_edit), scored by this "
+                                             "toolkit's scorer, and print the --include_path to pass to lmms-eval.")
+    p.add_argument("--out", help="folder for the task YAML files (default: the toolkit's cache, IDC_CACHE)")
+    p.add_argument("--dataset", action="append", default=[], metavar="TASK=PATH",
+                   help="a task's dataset: a local folder or Hub id (repeatable; default: idc_toolkit/<name>)")
+    p.add_argument("--split", default="test", help="the split every task evaluates")
+    p.add_argument("--max-new-tokens", type=int, default=40, help="generation length the tasks ask for")
+    p.add_argument("--overwrite", action="store_true", help="replace a task pack of ours written with other settings")
+    return p
+
+
+def run_lmms_tasks(args) -> None:
+    from ..cache import cache_dir
+    from ..evaluators.lmms_tasks import write_task_pack
+
+    datasets = {}
+    for item in args.dataset:
+        if "=" not in item:
+            raise IDCError(f"--dataset {item!r}: expected TASK=PATH (e.g. clevr_change=data/clevr_change)")
+        key, path = item.split("=", 1)
+        datasets[key] = path
+    out = Path(args.out) if args.out else cache_dir("lmms_tasks")
+    files = write_task_pack(out, datasets, split=args.split, max_new_tokens=args.max_new_tokens, overwrite=args.overwrite)
+    for task, path in files.items():
+        print(f"{task}: {path}")
+    print(f"--include_path {out.resolve()}")
+    print(f"e.g. lmms-eval --model qwen2_vl --model_args pretrained=Qwen/Qwen2-VL-2B-Instruct --tasks idc_clevr_change "
+          f"--include_path {out.resolve()}")
+
+
 def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
@@ -203,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
             args = make_compare_parser().parse_args(argv[1:])
             common.setup_logging(args)
             run_compare(args)
+            return 0
+        if argv and argv[0] == "lmms-tasks":
+            args = make_lmms_parser().parse_args(argv[1:])
+            common.setup_logging(args)
+            run_lmms_tasks(args)
             return 0
         args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)

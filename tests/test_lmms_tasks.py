@@ -1,0 +1,84 @@
+"""The lmms-eval task pack, loaded by lmms-eval's own TaskManager and evaluated by its own
+``simple_evaluate``: its aggregated numbers equal ``idc-eval --predictions`` on the same captions.
+
+lmms-eval's model step is a fixed-output model here (its ``lmms`` base class): lmms-eval's own
+Qwen2-VL class imports ``decord`` (a video library) before loading anything, and no weights can be
+downloaded for its other classes. The fixed model still checks what lmms-eval hands a model: the
+two images, before then after, and the prompt ``idc-eval --model vlm`` uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.java
+lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is not installed (the [lmms] extra)")
+
+
+def test_the_pack_scored_by_lmms_eval_equals_idc_eval(demo_dataset, tmp_path):
+    from lmms_eval.api.model import lmms
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+
+    from idc_toolkit.evaluators.lmms_tasks import METRICS, metric_name, write_task_pack
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+    from idc_toolkit.evaluators.scoring import evaluate
+    from idc_toolkit.models.vlm import PROMPTS
+    from idc_toolkit.runs.rows import decode_image, open_split
+
+    write_task_pack(tmp_path / "pack", {"clevr_change": str(demo_dataset)})
+    refs = load_references_dataset(str(demo_dataset), "test")
+    fixed = {pid: caps[0] if k % 3 else "the scene is the same" for k, (pid, caps) in enumerate(refs.captions.items())}
+    rows, _features, _fp = open_split(str(demo_dataset), "test")
+    pictures = {r["pair_id"]: (decode_image(r["before"]), decode_image(r["after"])) for r in rows.read(0, len(rows))}
+
+    class FixedOutputs(lmms):
+        seen = []
+
+        def generate_until(self, requests):
+            out = []
+            for request in requests:
+                context, _gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+                doc = self.task_dict[task][split][doc_id]
+                visuals = doc_to_visual(doc)
+                before, after = pictures[doc["pair_id"]]
+                assert len(visuals) == 2 and np.array_equal(np.asarray(visuals[0]), np.asarray(before.convert("RGB")))
+                assert np.array_equal(np.asarray(visuals[1]), np.asarray(after.convert("RGB")))
+                assert context == PROMPTS["scene"]
+                self.seen.append(doc["pair_id"])
+                out.append(fixed[doc["pair_id"]])
+            return out
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def generate_until_multi_round(self, requests):
+            raise NotImplementedError
+
+    model = FixedOutputs()
+    results = simple_evaluate(model=model, tasks=["idc_clevr_change"], task_manager=TaskManager(include_path=str(tmp_path / "pack"), include_defaults=False),
+                              log_samples=False, bootstrap_iters=0)["results"]["idc_clevr_change"]
+    assert sorted(model.seen) == sorted(fixed)
+    ours = evaluate(fixed, dataset=str(demo_dataset), split="test", metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"]).metrics
+    groups = {"overall": ours["overall"], "change_only": ours["change_only"], **ours["by_category"]}
+    assert len(groups) == 8
+    for group, row in groups.items():
+        for metric in METRICS:
+            assert results[f"{metric_name(metric, group)},none"] == row[metric], (group, metric)
+    assert 0 < results["idc_CIDEr,none"] and results["idc_CIDEr__distractor,none"] != results["idc_CIDEr__move,none"]
+
+
+def test_the_cli_prints_the_include_path(tmp_path, capsys, demo_dataset):
+    from idc_toolkit.cli.eval import main
+
+    out = tmp_path / "pack"
+    assert main(["lmms-tasks", "--out", str(out), "--dataset", f"clevr_change={demo_dataset}"]) == 0
+    printed = capsys.readouterr().out
+    assert f"--include_path {out.resolve()}" in printed
+    assert sorted(p.name for p in out.glob("*.yaml")) == sorted(f"idc_{n}.yaml" for n in (
+        "spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit"))
+    assert "idc_CIDEr__move" in (out / "idc_clevr_change.yaml").read_text()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "idc_clevr_change.yaml").write_text("my own task")
+    assert main(["lmms-tasks", "--out", str(tmp_path / "mine"), "--overwrite"]) == 1  # never replaces a user's file
+    assert (tmp_path / "mine" / "idc_clevr_change.yaml").read_text() == "my own task"
