@@ -34,7 +34,10 @@ def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
     # it ends with the pair browser of its test split and the three evaluations
     assert f"open {(out / 'view' / 'index.html').resolve().as_uri()}" in printed
     site = json.loads((out / "view" / "assets" / "site.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
-    assert [s["name"] for s in site["systems"]] == ["nearest-neighbour baseline", "BLIP2IDC (tiny, trained)", "DAVIR (tiny, trained)"]
+    assert [s["name"] for s in site["systems"]] == ["nearest-neighbour baseline", "BLIP2IDC (tiny, trained)", "DAVIR (tiny, trained)",
+                                                    "Qwen2-VL (tiny, random, zero-shot)"]
+    assert "| Qwen2-VL (tiny, random, zero-shot) |" in printed  # the zero-shot row beside the baseline
+    assert json.loads((out / "eval_vlm" / "model.json").read_text())["preprocess"] == "two images in one user turn: before, then after"
     assert site["n_pairs"] == 10
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

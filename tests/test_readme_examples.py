@@ -53,6 +53,7 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
      "a tiny random BLIP-2 OPT (a local folder has no revision)"),
     ("Salesforce/blip2-opt-2.7b", "{blip2}", "the same model without a pinned revision"),
     ("Salesforce/instructblip-vicuna-7b", "{iblip}", "a tiny random InstructBLIP-Vicuna"),
+    ("Qwen/Qwen2-VL-2B-Instruct", "{vlm}", "a tiny random Qwen2-VL with a Qwen-style chat template"),
     ("--device cuda", "--device cpu", "no GPU"),
     ("--dtype float16", "--dtype float32", "float16 matmuls are a GPU's"),
     ("idc-train --model blip2idc", "idc-train --model blip2idc --base-model {blip2} " + FAST_TRAIN, "2 steps"),
@@ -108,6 +109,7 @@ def workdir(demo_dataset, tmp_path_factory):
     from idc_toolkit.building.pipeline import build_dataset, make_builder
     from idc_toolkit.masks.sam import build_tiny_sam
     from idc_toolkit.models import tiny
+    from idc_toolkit.models.tiny_vlm import save_tiny_vlm
     import torch
 
     root = tmp_path_factory.mktemp("readme")
@@ -121,6 +123,7 @@ def workdir(demo_dataset, tmp_path_factory):
         "iblip": str(tiny.save_tiny_instructblip(models / "iblip")),
         "ip2p": str(tiny.save_tiny_instruct_pix2pix(models / "ip2p")),
         "chat": str(tiny.save_tiny_chat_lm(models / "chat")),
+        "vlm": str(save_tiny_vlm("qwen2_vl", models / "qwen2_vl")),
         "sam": str(models / "sam_tiny.pth"),
         "clip": str(models / "tiny-clip.json"),
     }
@@ -225,7 +228,8 @@ def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
 
     assert set(load_dataset("data/spot_the_diff")) == {"train", "validation", "test"}
     assert (work / "data/view/index.html").is_file() and (work / "data/figure/figure.pdf").is_file()
-    assert (work / "data/view_blip2idc/index.html").is_file()
+    assert (work / "data/view_blip2idc/index.html").is_file() and (work / "data/lmms_tasks/idc_clevr_change.yaml").is_file()
+    assert json.loads((work / "eval/qwen2vl_zero_shot/model.json").read_text())["model"] == "vlm"
     for folder in ("data/clevr_change_masks", "data/clevr_change_entities", "data/syned_aug", "runs/blip2idc/adapter",
                    "runs/davir/adapter", "eval/blip2idc_spot", "eval/davir/attention", "eval/blip2idc"):
         assert (work / folder).is_dir(), folder

@@ -1,0 +1,88 @@
+"""``idc-eval --model vlm`` generation throughput and peak memory: the tiny random Qwen2-VL,
+LLaVA-OneVision and Idefics3 checkpoints on CPU (each architecture in a fresh process, so peak
+RSS is its own), batch 1 and 8, 32 pairs of 64x48 images, 12 new tokens.
+
+On a GPU (``--device cuda``) pass ``--real-size`` to build a randomly initialised Qwen2-VL-2B
+configuration instead (bf16, batch 1/8/32; peak from ``torch.cuda.max_memory_allocated``).
+
+    python benchmarks/vlm_speed.py [--device cpu] [--real-size]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: int) -> dict:
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.vlm import VlmRunner
+
+    folder = Path(tempfile.mkdtemp(prefix="idc-vlm-bench-"))
+    if real_size:
+        from transformers import AutoConfig, Qwen2VLForConditionalGeneration
+
+        from idc_toolkit.models.tiny_vlm import save_tiny_vlm
+
+        save_tiny_vlm("qwen2_vl", folder)  # the processor; the weights below replace the tiny ones
+        tiny = AutoConfig.from_pretrained(folder)
+        config = AutoConfig.for_model("qwen2_vl")  # Qwen2-VL-2B's default sizes, our tokenizer's special ids
+        for name in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
+            setattr(config, name, getattr(tiny, name))
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            setattr(config.text_config, name, getattr(tiny.text_config, name))
+        Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).save_pretrained(folder)
+    else:
+        from idc_toolkit.models.tiny_vlm import save_tiny_vlm
+
+        save_tiny_vlm(arch, folder)
+    runner = VlmRunner(str(folder), None, device, "auto", DatasetFacts(pair_style="scene"), max_new_tokens=12)
+    rng = np.random.default_rng(0)
+    rows = [{"pair_id": str(k), "before": Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)),
+             "after": Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))} for k in range(pairs)]
+    out = {"arch": arch, "device": device}
+    runner.generate(rows[:2])  # warm-up
+    for batch in batches:
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        for i in range(0, len(rows), batch):
+            runner.generate(rows[i:i + batch])
+        out[f"batch {batch} pairs/s"] = round(len(rows) / (time.perf_counter() - start), 1)
+        if device.startswith("cuda"):
+            out[f"batch {batch} peak GiB"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    out["peak RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--real-size", action="store_true")
+    ap.add_argument("--pairs", type=int, default=32)
+    ap.add_argument("--child")
+    args = ap.parse_args()
+    batches = [1, 8, 32] if args.real_size else [1, 8]
+    if args.child:
+        print(json.dumps(child(args.child, args.device, args.real_size, batches, args.pairs)))
+        return
+    archs = ["qwen2_vl"] if args.real_size else ["qwen2_vl", "llava_onevision", "idefics3"]
+    for arch in archs:
+        cmd = [sys.executable, __file__, "--child", arch, "--device", args.device, "--pairs", str(args.pairs)]
+        cmd += ["--real-size"] if args.real_size else []
+        line = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        print(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
