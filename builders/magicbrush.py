@@ -62,6 +62,7 @@ class MagicBrush(PairBuilder):
         download="hf download osunlp/MagicBrush --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=citations.MAGICBRUSH,
+        source_datasets=("extended|osunlp/MagicBrush",),  # built from a copy of this Hub dataset
     )
 
     @cached_property

@@ -106,6 +106,7 @@ class Syned(PairBuilder):
         ),
         raw_layout=RAW_LAYOUT,
         citation=citations.SYNED,
+        source_datasets=("extended|facebook/emu_edit_test_set_generations",),  # built from a copy of this Hub dataset
         category_note="`category` is the Emu Edit `task` of the row.",
     )
 

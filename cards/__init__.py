@@ -103,12 +103,14 @@ def source_label(source: str | Path, fingerprint: Any = None) -> str:
     """How a derived dataset's card names its source in ``source_datasets``: the Hub id as is
     (``extended|org/name``); a local folder by its name and content fingerprint only, never by
     its absolute path (an upload would publish the user's directory layout)."""
-    from ..runs.fingerprint import digest
-
     if not Path(str(source)).exists():
         return f"extended|{source}"
-    fp = digest({"input": fingerprint}) if fingerprint is not None else None
-    return f"{Path(str(source)).resolve().name} (local folder" + (f", fingerprint {fp})" if fp else ")")
+    if fingerprint and not isinstance(fingerprint, str):  # per-split fingerprints: one short hash of them
+        import hashlib
+        import json
+
+        fingerprint = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return f"{Path(str(source)).resolve().name} (local folder" + (f", fingerprint {fingerprint})" if fingerprint else ")")
 
 
 def dataset_facts(dataset: str | Path) -> "DatasetFacts":

@@ -22,14 +22,47 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
 from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
+from .protocols import rcc_id
+
 IOU_FRACTION = 0.25  #: RCC's ``percentage``
+#: ids listed in an error or warning before '... (N in all)'
+MAX_LISTED = 20
+
+
+def listed_ids(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:MAX_LISTED])
+    return shown + (f" ... ({len(ids)} in all)" if len(ids) > MAX_LISTED else "")
+
+
+def read_category_map(path: Path | str) -> dict[str, list[str]]:
+    """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style), as
+    pair_id -> categories (an id listed under several categories keeps all of them). Ids are
+    RCC-normalised (:func:`~.protocols.rcc_id`): a map keyed ``000123.png`` names the pair
+    ``000123`` too."""
+    text = read_text(path, EvaluationError, "category map")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
+    pairs = ([(pid, cat) for cat, ids in data.items() for pid in ids] if all(isinstance(v, list) for v in data.values())
+             else [(k, v) for k, v in data.items()])
+    out: dict[str, list[str]] = {}
+    for pid, cat in pairs:
+        if not isinstance(cat, str) or not cat:
+            raise EvaluationError(f"{path}: pair {pid!r}: group {cat!r} is not a name (a non-empty string)")
+        names = out.setdefault(rcc_id(str(pid)), [])
+        if str(cat) not in names:
+            names.append(str(cat))
+    return out
+
+
 IOU_GROUPS = ("iou_hardest_25", "iou_easiest_25", "iou_q1", "iou_q2", "iou_q3", "iou_q4")
 
 
 def apply_group_file(refs: Any, path: str | Path) -> Any:
     """``refs`` with its categories replaced by the groups of ``path``."""
-    from .predictions import read_category_map
-    from .protocols import rcc_id
 
     groups = read_category_map(path)
     known = {rcc_id(pid) for pid in refs.captions}
@@ -39,7 +72,6 @@ def apply_group_file(refs: Any, path: str | Path) -> Any:
     if unknown:
         import logging
 
-        from .predictions import listed_ids
 
         logging.getLogger(__name__).warning("warning: %s: %d id(s) are not pairs of %s and are ignored: %s", path,
                                             len(unknown), refs.source, listed_ids(unknown))
@@ -91,7 +123,6 @@ def iou_groups(ious: dict[str, Optional[float]], ids: list[str], categories: dic
     change = [pid for pid in ids if not pid.endswith("_n") and categories.get(pid) not in NO_CHANGE_CATEGORIES]
     missing = [pid for pid in change if ious.get(pid) is None]
     if missing:
-        from .predictions import listed_ids
 
         raise EvaluationError(f"{source}: no viewpoint IoU for {len(missing)} change pair(s): {listed_ids(missing)}")
     order = {pid: k for k, pid in enumerate(ious)}  # the file's order breaks ties, as a stable sort does

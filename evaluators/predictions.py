@@ -21,9 +21,9 @@ from idc_toolkit.files import read_text
 from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
+from .groups import listed_ids, read_category_map
 from .protocols import rcc_id
 
-MAX_LISTED = 20
 #: group names the scorer writes itself; a category may not take them
 RESERVED_GROUPS = frozenset({"overall", "change_only"})
 
@@ -46,11 +46,6 @@ class References:
         """Every category the pair is scored in (none when it has no category)."""
         category = self.categories.get(pid)
         return self.memberships.get(pid) or ([category] if category is not None else [])
-
-
-def listed_ids(ids: list[str]) -> str:
-    shown = ", ".join(repr(i) for i in ids[:MAX_LISTED])
-    return shown + (f" ... ({len(ids)} in all)" if len(ids) > MAX_LISTED else "")
 
 
 def _caption(value: Any, where: str) -> str:
@@ -139,30 +134,6 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
     for pid, refs in captions.items():
         h.update(json.dumps([pid, refs, categories.get(pid)]).encode())
     return h.hexdigest()[:16]
-
-
-def read_category_map(path: Path | str) -> dict[str, list[str]]:
-    """``{pair_id: category}`` or ``{category: [pair_id, ...]}`` (type_mapping.json style), as
-    pair_id -> categories (an id listed under several categories keeps all of them). Ids are
-    RCC-normalised (:func:`~.protocols.rcc_id`): a map keyed ``000123.png`` names the pair
-    ``000123`` too."""
-    text = read_text(path, EvaluationError, "category map")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
-    pairs = ([(pid, cat) for cat, ids in data.items() for pid in ids] if all(isinstance(v, list) for v in data.values())
-             else [(k, v) for k, v in data.items()])
-    out: dict[str, list[str]] = {}
-    for pid, cat in pairs:
-        if not isinstance(cat, str) or not cat:
-            raise EvaluationError(f"{path}: pair {pid!r}: group {cat!r} is not a name (a non-empty string)")
-        names = out.setdefault(rcc_id(str(pid)), [])
-        if str(cat) not in names:
-            names.append(str(cat))
-    return out
 
 
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:

@@ -130,6 +130,10 @@ def test_emu_edit_parquet_copy(tmp_path):
     raw = make_emu_edit(tmp_path / "emu", rows)
     build_dataset(make_builder("emu_edit", raw), tmp_path / "out", progress=False)
     assert_training_defaults(tmp_path / "out", "emu_edit")
+    from idc_toolkit.cards import read_card_data
+
+    # built from a copy of a Hub dataset: the card names it (not "original")
+    assert read_card_data(tmp_path / "out")["source_datasets"] == ["extended|facebook/emu_edit_test_set_generations"]
     ds = _load(tmp_path / "out")
     assert set(ds) == {"validation", "test"}
     row = ds["test"][1]

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from datasets import load_dataset
 
 from idc_toolkit.cli.build import main, parse_size
@@ -37,3 +39,15 @@ def test_parse_size():
 def test_config_overrides_are_checked(tmp_path, capsys):
     assert main(["clevr_dc", "--raw", str(tmp_path), "--out", str(tmp_path / "o"), "--config", "nope=1"]) == 1
     assert "unknown option 'nope'" in capsys.readouterr().err
+
+
+def test_help_text_speaks_one_vocabulary(capsys):
+    """Flags show no '(default: True)'; every resumable command calls its unit --rows-per-part."""
+    from idc_toolkit.cli import augment, precompute
+
+    for main, argv in ((precompute.main, ["masks", "--help"]), (augment.main, ["--help"])):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert "(default: True)" not in text and "(default: False)" not in text
+        assert "--rows-per-part" in text

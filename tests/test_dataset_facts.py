@@ -75,11 +75,11 @@ EXPECTED_DEFAULTS = {
 
 def resolved(facts):
     """``{model: (rank, lr, reference of ["a b c", "a"])}`` every recipe resolves for ``facts``."""
-    from idc_toolkit.models.registry import MODELS, get_recipe_class
+    from idc_toolkit.models.registry import get_recipe_class, trainable_models
     from idc_toolkit.training import resolve_settings
 
     out = {}
-    for name in MODELS:
+    for name in trainable_models():
         cls = get_recipe_class(name)
         s = resolve_settings(cls, facts, variant=None, base_model="x", revision=None, epochs=None, batch_size=None,
                              grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="auto",

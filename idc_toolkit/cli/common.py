@@ -28,7 +28,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "%(default)" in text or action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+        flag = action.nargs == 0  # store_true / store_false: the flag's own help says what it does
+        if "%(default)" in text or flag or action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
             return text
         return text + " (default: %(default)s)"
 

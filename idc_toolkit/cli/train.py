@@ -21,11 +21,12 @@ def _trainer_arg(text: str) -> tuple[str, object]:
 
 def make_parser(model: str | None = None):
     from ..checks import arg_type, non_negative_int, positive_float, positive_int, unit_interval
-    from ..models.registry import MODELS
+    from ..models.registry import trainable_models
 
+    trainable = trainable_models()
     p = common.parser("idc-train", "Fine-tune the checkpoints idc-eval --model runs (BLIP2IDC, DAVIR) with LoRA on "
                                    "transformers.Trainer; resumable; the best adapter on validation is kept.")
-    p.add_argument("--model", required=True, choices=sorted(MODELS), help="the model (`--model NAME --help`: its options)")
+    p.add_argument("--model", required=True, choices=trainable, help="the model (`--model NAME --help`: its options)")
     p.add_argument("--variant", help="the recipe's variant (blip2idc: ours | released; default: the first)")
     p.add_argument("--dataset", required=True, help="an idc-build folder (DAVIR: after idc-precompute masks and entities)")
     p.add_argument("--split", default="train", help="training split")
@@ -60,7 +61,7 @@ def make_parser(model: str | None = None):
     p.add_argument("--dry-run", action="store_true",
                    help="check everything, print parameters (total and trainable per module group) and an estimate of a "
                         "step's memory from the base's config; load no weights, write nothing")
-    if model in MODELS:
+    if model in trainable:
         from ..models.registry import get_recipe_class
 
         recipe = get_recipe_class(model)

@@ -12,52 +12,18 @@ would give.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .base import Metric
 from .registry import ALL_COLUMNS, columns, metric_class, resolve_families
+from .results import GroupScores, PairCache, ScoreResult
 from .text import sanitize_caption
 from .tokenizer import ptb_tokenize
 
 #: every score column, in table order (derived from the registry)
 METRICS = ALL_COLUMNS
-
-
-@dataclass
-class GroupScores:
-    name: str
-    n: int
-    scores: dict[str, Optional[float]]
-
-
-@dataclass
-class PairCache:
-    """The tokenized pairs and every metric's per-pair results, shared by every group (and by
-    bootstrap resampling). :meth:`close` releases the metrics' JVMs."""
-
-    ids: list[str]
-    hypotheses: list[str]  # tokenized
-    references: list[list[str]]  # tokenized
-    metrics: dict[str, Metric] = field(default_factory=dict)
-
-    def close(self) -> None:
-        for m in self.metrics.values():
-            m.close()
-
-
-@dataclass
-class ScoreResult:
-    ids: list[str]
-    groups: dict[str, GroupScores]
-    per_pair: dict[str, np.ndarray]
-    metrics: tuple[str, ...]
-    spice_status: str
-    cache: PairCache
-    group_indices: dict[str, list[int]]
-    ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
 
 def build_cache(

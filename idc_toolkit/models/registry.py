@@ -29,9 +29,14 @@ def get_runner_class(name: str):
     return _module(name).RUNNER
 
 
+def trainable_models() -> list[str]:
+    """The models whose module has a training recipe (``RECIPE``): what ``idc-train`` offers.
+    Imports each model module (light: heavy libraries load inside their functions)."""
+    return [name for name in sorted(MODELS) if getattr(_module(name), "RECIPE", None) is not None]
+
+
 def get_recipe_class(name: str):
     recipe = getattr(_module(name), "RECIPE", None)
     if recipe is None:
-        raise IDCError(f"model {name!r} has no training recipe; idc-train trains "
-                       f"{', '.join(n for n in sorted(MODELS) if getattr(_module(n), 'RECIPE', None))}")
+        raise IDCError(f"model {name!r} has no training recipe; idc-train trains {', '.join(trainable_models())}")
     return recipe

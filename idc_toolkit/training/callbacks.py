@@ -100,7 +100,7 @@ class EpochValidation(TrainerCallback):
         improved = best is None or (entry[key] < best if by_loss else entry[key] > best)
         if state.is_world_process_zero:
             if improved:
-                from .train import save_adapter
+                from .adapter import save_adapter
 
                 save_adapter(model, self.out / "adapter", self.settings.base_model)
         entry["kept"] = improved

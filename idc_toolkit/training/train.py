@@ -34,6 +34,7 @@ from ..checks import non_negative_int, optional, positive_float, positive_int, u
 from ..errors import IDCError
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
+from .adapter import save_adapter
 from .recipe import Recipe, Settings
 
 log = logging.getLogger(__name__)
@@ -413,26 +414,6 @@ def _report_to(value: str) -> list[str]:
 
         return ["tensorboard"] if importlib.util.find_spec("tensorboard") else []
     return [] if value == "none" else [v for v in value.split(",") if v]
-
-
-def save_adapter(net, folder: Path, base_model: str) -> None:
-    """Save the adapter atomically: written beside, then moved over the previous one, so a
-    kill leaves either the old adapter or the new one, never half of each."""
-    tmp = folder.with_name(f".{folder.name}.tmp")  # hidden: a kill leaves nothing the folder rule calls foreign
-    remove_owned(folder.parent, [tmp.name])
-    net.save_pretrained(str(tmp))
-    cfg_path = tmp / "adapter_config.json"
-    cfg = json.loads(cfg_path.read_text())
-    # a Hub id as it is; a local base by its folder name only (the card names its content hash):
-    # an uploaded adapter never publishes this machine's directory layout
-    cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
-    cfg_path.write_text(json.dumps(cfg, indent=2))
-    old = folder.with_name(f".{folder.name}.old")
-    if folder.exists():
-        remove_owned(folder.parent, [old.name])
-        folder.rename(old)
-    tmp.rename(folder)
-    remove_owned(folder.parent, [old.name])
 
 
 def _trainer_class():

@@ -1,0 +1,46 @@
+"""The results of scoring: one group's scores, the per-pair cache every group and resample
+shares, and the whole result. Their own module so that the core (which makes them) and the
+bootstrap (which resamples them) both import them, not each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .base import Metric
+
+
+@dataclass
+class GroupScores:
+    name: str
+    n: int
+    scores: dict[str, Optional[float]]
+
+
+@dataclass
+class PairCache:
+    """The tokenized pairs and every metric's per-pair results, shared by every group (and by
+    bootstrap resampling). :meth:`close` releases the metrics' JVMs."""
+
+    ids: list[str]
+    hypotheses: list[str]  # tokenized
+    references: list[list[str]]  # tokenized
+    metrics: dict[str, Metric] = field(default_factory=dict)
+
+    def close(self) -> None:
+        for m in self.metrics.values():
+            m.close()
+
+
+@dataclass
+class ScoreResult:
+    ids: list[str]
+    groups: dict[str, GroupScores]
+    per_pair: dict[str, np.ndarray]
+    metrics: tuple[str, ...]
+    spice_status: str
+    cache: PairCache
+    group_indices: dict[str, list[int]]
+    ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)

@@ -1,0 +1,29 @@
+"""Writing the trained adapter: shared by the end of training (:mod:`.train`) and the epoch
+validation that keeps the best one (:mod:`.callbacks`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..runs.folder import remove_owned
+
+
+def save_adapter(net, folder: Path, base_model: str) -> None:
+    """Save the adapter atomically: written beside, then moved over the previous one, so a
+    kill leaves either the old adapter or the new one, never half of each."""
+    tmp = folder.with_name(f".{folder.name}.tmp")  # hidden: a kill leaves nothing the folder rule calls foreign
+    remove_owned(folder.parent, [tmp.name])
+    net.save_pretrained(str(tmp))
+    cfg_path = tmp / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    # a Hub id as it is; a local base by its folder name only (the card names its content hash):
+    # an uploaded adapter never publishes this machine's directory layout
+    cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    old = folder.with_name(f".{folder.name}.old")
+    if folder.exists():
+        remove_owned(folder.parent, [old.name])
+        folder.rename(old)
+    tmp.rename(folder)
+    remove_owned(folder.parent, [old.name])
