@@ -168,6 +168,21 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 
 
+def _class_label_names(schema, column: str) -> Optional[list[str]]:
+    """The ClassLabel names of ``column`` from the features ``datasets`` stores in a parquet
+    file's schema metadata (``huggingface`` -> ``info.features``), or ``None``."""
+    raw = (schema.metadata or {}).get(b"huggingface")
+    if not raw:
+        return None
+    try:
+        feature = json.loads(raw)["info"]["features"].get(column)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and isinstance(feature.get("names"), list):
+        return [str(n) for n in feature["names"]]
+    return None
+
+
 def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID,
                             group_by: Optional[str] = None, iou_column: Optional[str] = None) -> References:
     """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id);
@@ -177,25 +192,23 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     A local ``idc-build`` folder is read straight from its parquet shards, only the id,
     captions and category columns, so no image is decoded or copied into a cache.
     """
-    from datasets import ClassLabel
-
     from idc_toolkit.runs.rows import local_split_files
 
     shards = local_split_files(dataset, split)
-    if shards:
+    group_column = group_by or CATEGORY
+    if shards:  # pyarrow alone: no `datasets` (and pandas) import on the scoring path
         import pyarrow.parquet as pq
-        from datasets import Features
 
         schema = pq.read_schema(shards[0])
-        features = Features.from_arrow_schema(schema)
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_by or CATEGORY, iou_column)) if c and c in schema.names]
+        names = _class_label_names(schema, group_column)
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column)) if c and c in schema.names]
         rows: dict[str, list] = {c: [] for c in cols}
         for shard in shards:
-            table = pq.read_table(shard, columns=cols)
+            table = pq.ParquetFile(shard).read(columns=cols)  # (read_table would import pyarrow.dataset and pandas)
             for c in cols:
                 rows[c].extend(table.column(c).to_pylist())
     else:
-        from datasets import load_dataset
+        from datasets import ClassLabel, load_dataset
 
         from idc_toolkit.runs.rows import check_hub_repo
 
@@ -204,14 +217,13 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
             ds = load_dataset(dataset, split=split)
         except ValueError as exc:
             raise EvaluationError(f"{dataset}: cannot load split {split!r}: {exc}") from None
-        features = ds.features
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_by or CATEGORY, iou_column)) if c and c in ds.column_names]
+        feature = ds.features.get(group_column)
+        names = list(feature.names) if isinstance(feature, ClassLabel) else None
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column)) if c and c in ds.column_names]
         rows = {c: list(ds[c]) for c in cols}
     for needed in (id_column, CAPTIONS, group_by, iou_column):
         if needed and needed not in rows:
             raise EvaluationError(f"{dataset}: split {split!r} has no {needed!r} column")
-    group_column = group_by or CATEGORY
-    names = features[group_column].names if isinstance(features.get(group_column), ClassLabel) else None
     captions: dict[str, list[str]] = {}
     categories: dict[str, Optional[str]] = {}
     for k, pid in enumerate(rows[id_column]):

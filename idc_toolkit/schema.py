@@ -23,9 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
-from datasets import ClassLabel, Features, Image, List, Value
+if TYPE_CHECKING:  # pragma: no cover
+    from datasets import Features
+
+# ``datasets`` is imported inside the functions (and for the column features below, on first
+# use): the scorer reads these names on every ``idc-eval --predictions``, which then starts
+# without importing ``datasets`` and pandas (~1 s on 2 cores).
 
 PAIR_ID = "pair_id"
 BEFORE = "before"
@@ -43,26 +48,29 @@ NO_CHANGE_CATEGORIES = frozenset({"distractor", "no_change"})
 #: CLEVR-Change / CLEVR-DC change types, in the order the papers' tables use.
 CLEVR_CATEGORIES = ("color", "material", "add", "drop", "move", "distractor")
 
-#: Columns added by ``idc-precompute masks``.
-MASK_FEATURES = {
-    "change_mask": Image(),
-    "change_boxes": List(List(Value("float32"), length=4)),
-    "mask_source": Value("string"),
-}
-#: Columns added by ``idc-precompute entities``.
-ENTITY_FEATURES = {
-    "entities": List(Value("string")),
-    "entity_scores": List(Value("float32")),
-    "gt_entities": List(Value("string")),
-}
-#: Columns added by ``idc-precompute entities --phrases rdd``: ACR's noun text and verb text,
-#: one per reference, in the order of ``captions``.
-RDD_FEATURES = {
-    "noun_texts": List(Value("string")),
-    "verb_texts": List(Value("string")),
-}
-
 ImageSource = Union[Path, bytes]
+
+#: the column features of the passes (``MASK_FEATURES``, ``ENTITY_FEATURES``, ``RDD_FEATURES``), built on first use
+_PASS_FEATURES = ("MASK_FEATURES", "ENTITY_FEATURES", "RDD_FEATURES")
+
+
+def __getattr__(name: str) -> Any:
+    """``MASK_FEATURES``: columns added by ``idc-precompute masks``; ``ENTITY_FEATURES``: by
+    ``idc-precompute entities``; ``RDD_FEATURES``: by ``--phrases rdd`` (ACR's noun text and verb
+    text, one per reference, in the order of ``captions``)."""
+    if name not in _PASS_FEATURES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from datasets import Image, List, Value
+
+    features = {
+        "MASK_FEATURES": {"change_mask": Image(), "change_boxes": List(List(Value("float32"), length=4)),
+                          "mask_source": Value("string")},
+        "ENTITY_FEATURES": {"entities": List(Value("string")), "entity_scores": List(Value("float32")),
+                            "gt_entities": List(Value("string"))},
+        "RDD_FEATURES": {"noun_texts": List(Value("string")), "verb_texts": List(Value("string"))},
+    }[name]
+    globals()[name] = features
+    return features
 
 
 @dataclass
@@ -92,6 +100,8 @@ def pair_features(
     ``categories`` gives the ClassLabel names; ``None`` means the release has no category and
     the column is left out. ``extra`` adds dataset-specific columns after the core ones.
     """
+    from datasets import ClassLabel, Features, Image, List, Value
+
     cols: dict[str, Any] = {
         PAIR_ID: Value("string"),
         BEFORE: Image(),
@@ -111,6 +121,8 @@ def pair_features(
 
 def add_columns(features: Features, new: Mapping[str, Any]) -> Features:
     """Return ``features`` with ``new`` columns appended (existing ones are replaced in place)."""
+    from datasets import Features
+
     merged = dict(features)
     merged.update(new)
     return Features(merged)
@@ -118,6 +130,8 @@ def add_columns(features: Features, new: Mapping[str, Any]) -> Features:
 
 def category_names(features: Features) -> Optional[list[str]]:
     """ClassLabel names of the ``category`` column, or ``None`` where the dataset has none."""
+    from datasets import ClassLabel
+
     feature = features.get(CATEGORY)
     if feature is None:
         return None

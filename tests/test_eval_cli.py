@@ -130,7 +130,8 @@ def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):
         "import sys\n"
         "from idc_toolkit.cli.eval import main\n"
         f"assert main(['--predictions', {str(path)!r}, '--dataset', {str(demo_dataset)!r}, '--out', {str(tmp_path / 'e')!r}, '--metrics', 'BLEU']) == 0\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'transformers', 'diffusers', 'open_clip'})\n"
+        # nor datasets and pandas (~1 s of a fresh command): a local folder's references are read with pyarrow
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'transformers', 'diffusers', 'open_clip', 'datasets', 'pandas'})\n"
         "print('HEAVY', heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
