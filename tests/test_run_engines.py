@@ -74,3 +74,19 @@ def test_kill_9_during_the_pass_then_rerun_is_identical(demo_dataset, one_proces
         proc.wait()
     assert add_change_masks(demo_dataset, out, rows_per_part=8, device="cpu", progress=False).complete
     assert _files(out) == _files(one_process)
+
+
+def test_ray_placement_follows_the_device_and_the_cluster():
+    """--device cuda under --engine ray asks for a GPU per actor, the pool follows the GPUs (not
+    the CPUs) for GPU work, never more actors than parts; a cluster without GPUs says so."""
+    from idc_toolkit.errors import RunError
+    from idc_toolkit.runs.engine import ray_placement
+
+    cluster = {"CPU": 64.0, "GPU": 4.0}
+    assert ray_placement("cuda", 0.0, None, 100, cluster) == ("cuda", 1.0, 4)
+    assert ray_placement("cuda:0", 0.5, None, 100, cluster) == ("cuda", 0.5, 8)
+    assert ray_placement("cpu", 0.0, None, 100, cluster) == ("cpu", 0.0, 64)
+    assert ray_placement("cpu", 0.0, None, 3, cluster) == ("cpu", 0.0, 3)
+    assert ray_placement("cpu", 0.0, 2, 100, cluster) == ("cpu", 0.0, 2)
+    with pytest.raises(RunError, match="has 0 GPU"):
+        ray_placement("cuda", 0.0, None, 10, {"CPU": 8.0})

@@ -110,7 +110,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_file(vlms, demo_dataset, tmp_path):
+def test_shards_and_a_kill_9_give_the_uninterrupted_file(vlms, demo_dataset, tmp_path):
     from idc_toolkit.models.generation import generate_predictions
     from idc_toolkit.models.vlm import ANSWER_RULE, PROMPTS, VlmRunner
 
@@ -121,6 +121,13 @@ def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_file(vlms, demo_datas
     options = {"prompt": None, "prompt_preset": None, "single_image": False, "max_new_tokens": 6}
     whole = generate_predictions(VlmRunner, base_model=str(vlms["qwen2_vl"]), adapter=None, dataset=str(demo_dataset), split="test",
                                  out_dir=tmp_path / "whole", device="cpu", options=options, batch_size=2, progress=False)
+    # --shard jobs of one folder: the first leaves no predictions, the one that completes the set writes them
+    from idc_toolkit.cli.eval import main
+
+    sharded = tmp_path / "sharded"
+    assert main([*args(sharded), "--shard", "1/2"]) == 0 and not (sharded / "predictions.jsonl").exists()
+    assert main([*args(sharded), "--shard", "0/2"]) == 0
+    assert (sharded / "predictions.jsonl").read_bytes() == whole.read_bytes()
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, *args(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = killed / ".idc_run" / "parts" / "test"
@@ -130,8 +137,6 @@ def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_file(vlms, demo_datas
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "predictions.jsonl").exists() and 2 <= len(list(parts.glob("*.json"))) < 5  # killed mid-way
-    from idc_toolkit.cli.eval import main
-
     assert main(args(killed)) == 0
     assert (killed / "predictions.jsonl").read_bytes() == whole.read_bytes()
     model = json.loads((killed / "model.json").read_text())

@@ -46,14 +46,16 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
 
 
-def add_engine_options(p: argparse.ArgumentParser) -> None:
-    """How a run-engine job is split and where it runs (idc-precompute, idc-augment)."""
+def add_engine_options(p) -> None:
+    """How a run-engine job is split and where it runs (idc-precompute, idc-augment, idc-eval --model)."""
     p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of rows")
     p.add_argument("--engine", default="local", choices=["local", "ray"],
                    help="local: this process (or torchrun ranks); ray: Ray Data actors")
     p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
-    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, at most one per part)")
-    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, or per GPU for GPU "
+                                                  "work; at most one per part)")
+    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0,
+                   help="with --engine ray: GPUs per actor (default: 1 with --device cuda, else none)")
 
 
 def engine_options(args: argparse.Namespace) -> dict:

@@ -63,9 +63,9 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     m.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="model dtype")
     m.add_argument("--limit", type=arg_type(positive_int, "--limit"), help="only the first N pairs of the split")
     m.add_argument("--predict-only", action="store_true", help="write predictions.jsonl, do not score")
-    m.add_argument("--engine", default="local", choices=["local", "ray"], help="where generation runs (ray: a Ray cluster)")
-    m.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
-    m.add_argument("--ray-gpus-per-actor", type=float, default=0.0, help="with --engine ray: GPUs per actor")
+    m.add_argument("--rows-per-part", type=arg_type(positive_int, "--rows-per-part"),
+                   help="pairs per part, the resume and sharding unit (default: --batch-size)")
+    common.add_engine_options(m)
     if model in MODELS:
         from ..models.registry import get_runner_class
 
@@ -215,9 +215,12 @@ def run_model(args) -> None:
                                 split=args.split, out_dir=Path(args.out), device=device, dtype=args.dtype,
                                 revision=args.revision, options=cls.options(args), batch_size=args.batch_size,
                                 limit=args.limit, overwrite=args.overwrite, progress=not args.no_progress,
-                                engine=args.engine, ray_address=args.ray_address,
-                                ray_gpus_per_actor=args.ray_gpus_per_actor, adapter_revision=args.adapter_revision)
+                                rows_per_part=args.rows_per_part, adapter_revision=args.adapter_revision,
+                                **common.engine_options(args))
     if rank != 0:  # rank 0 scores what every rank generated
+        return
+    if path is None:  # one --shard job of several: scoring waits for the one that completes the set
+        print(f"{args.out}: this --shard job is done; the predictions are written, and scored, by the job that completes the set")
         return
     log.info("predictions: %s", path)
     if args.predict_only:

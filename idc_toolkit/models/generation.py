@@ -15,6 +15,7 @@ waits for all of them, and rank 0 assembles the same file one process would writ
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,6 +24,8 @@ from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
+
+log = logging.getLogger(__name__)
 
 PREDICTIONS = MODEL_RUN_FILES[0]
 #: --overwrite of a generation also removes the evaluation of its old predictions (no stale metrics beside new captions)
@@ -66,7 +69,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                          options: Optional[dict[str, Any]] = None, batch_size: int = 8, limit: Optional[int] = None,
                          overwrite: bool = False, progress: bool = True, engine: str = "local",
                          rows_per_part: Optional[int] = None, adapter_revision: Optional[str] = None,
-                         **engine_options: Any) -> Path:
+                         shard: tuple[int, int] = (0, 1), **engine_options: Any) -> Optional[Path]:
     """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
     from .. import __version__
     from ..cards import dataset_facts
@@ -88,7 +91,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
         return final
     kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
     task = GenerationTask(runner_cls, kwargs, batch_size)
-    outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, engine=engine,
+    outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, job=shard, engine=engine,
                       device=device, progress=progress, desc=runner_cls.name, **engine_options)
     if outcome.complete and outcome.is_main:
         def stage(stage_dir: Path) -> None:
@@ -107,6 +110,10 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
         folder.finalise(stage, order=("model.json", PREDICTIONS))
     barrier()
     if not outcome.complete:
+        if shard[1] > 1:  # a job of a --shard array: the job that completes the set writes the predictions
+            log.info("%s: this job wrote %d part(s); predictions.jsonl is written when the other --shard jobs finish",
+                     out_dir, outcome.parts_written)
+            return None
         raise IDCError(f"{out_dir}: {outcome.parts_total - outcome.parts_written} part(s) missing; rerun to finish")
     return final
 

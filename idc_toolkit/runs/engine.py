@@ -139,7 +139,7 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
     try:
         if engine == "ray":
             written = _run_ray(folder, sources, task, _missing(folder, mine), progress, ray_address, ray_actors,
-                               ray_gpus_per_actor, desc)
+                               ray_gpus_per_actor, desc, device)
         else:
             if world > 1:
                 init_distributed()
@@ -182,8 +182,27 @@ class _RayPartWriter:
         return {"rows": np.asarray(done)}
 
 
+def ray_placement(device: str, gpus_per_actor: float, actors: Optional[int], parts: int,
+                  resources: dict[str, float]) -> tuple[str, float, int]:
+    """``(actor device, GPUs per actor, actors)`` of a Ray job: ``--device cuda`` asks for one GPU
+    per actor unless ``--ray-gpus-per-actor`` says otherwise; the pool defaults to what the
+    cluster holds of the resource the actors need (GPUs for GPU work, CPUs otherwise), never more
+    actors than parts."""
+    if device.startswith("cuda") and gpus_per_actor <= 0:
+        gpus_per_actor = 1.0
+    if gpus_per_actor > 0:
+        available = int(resources.get("GPU", 0) // gpus_per_actor)
+        if available < 1 and not actors:
+            raise RunError(f"--engine ray: the cluster has {resources.get('GPU', 0):g} GPU(s), fewer than one actor's "
+                           f"{gpus_per_actor:g}; pass --device cpu or join a cluster with GPUs (--ray-address)")
+    else:
+        available = int(resources.get("CPU", 1))
+    n_actors = actors or max(1, min(parts, available))
+    return ("cuda" if gpus_per_actor > 0 else "cpu"), gpus_per_actor, n_actors
+
+
 def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, todo: list[Part], progress: bool,
-             address: Optional[str], actors: Optional[int], gpus_per_actor: float, desc: str) -> int:
+             address: Optional[str], actors: Optional[int], gpus_per_actor: float, desc: str, device: str = "cpu") -> int:
     if not todo:
         return 0
     try:
@@ -192,13 +211,13 @@ def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, to
         raise RunError("--engine ray needs Ray: pip install 'idc-toolkit[distributed]'") from None
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.data.DataContext.get_current().enable_progress_bars = False  # our bar reports the rows written
     items = [{"split": p.split, "index": p.index, "start": p.start, "stop": p.stop} for p in todo]
-    n_actors = actors or max(1, min(len(todo), int(ray.available_resources().get("CPU", 1))))
-    device = "cuda" if gpus_per_actor > 0 else "cpu"
+    device, gpus_per_actor, n_actors = ray_placement(device, gpus_per_actor, actors, len(todo), ray.cluster_resources())
     ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-        _RayPartWriter, batch_size=1, concurrency=n_actors, num_gpus=gpus_per_actor or None, num_cpus=1,
-        fn_constructor_kwargs={"parts_root": str(folder.state_dir / "parts"), "sources": sources, "task": task,
-                               "device": device})
+        _RayPartWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n_actors), num_gpus=gpus_per_actor or None,
+        num_cpus=1, fn_constructor_kwargs={"parts_root": str(folder.state_dir / "parts"), "sources": sources, "task": task,
+                                           "device": device})
     bar = tqdm(total=sum(p.stop - p.start for p in todo), unit="row", disable=not progress, desc=f"{desc} (ray)")
     for row in ds.iter_rows():
         bar.update(int(row["rows"]))
