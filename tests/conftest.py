@@ -113,3 +113,28 @@ def davir_dataset(demo_dataset, tmp_path_factory) -> Path:
     (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
     return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
                                device="cpu", progress=False, random_weights=True).out_dir
+
+
+class TinyModels:
+    """Tiny random base checkpoints, each written once per test session on first use and shared
+    by the modules that only read them (the README test, the evaluators, augmentation, VLMs)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __call__(self, name: str) -> Path:
+        folder = self.root / name
+        if not folder.exists():
+            from idc_toolkit.models import tiny
+            from idc_toolkit.models.tiny_vlm import ARCHITECTURES, save_tiny_vlm
+
+            makers = {"blip2": tiny.save_tiny_blip2, "iblip": tiny.save_tiny_instructblip,
+                      "ip2p": tiny.save_tiny_instruct_pix2pix, "chat": tiny.save_tiny_chat_lm,
+                      **{arch: (lambda f, a=arch: save_tiny_vlm(a, f)) for arch in ARCHITECTURES}}
+            makers[name](folder)
+        return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> TinyModels:
+    return TinyModels(tmp_path_factory.mktemp("tiny_models"))

@@ -36,11 +36,8 @@ def test_paraphraser_retries_and_reports_shortfall():
 
 
 @pytest.fixture(scope="module")
-def setup(demo_dataset, tmp_path_factory):
-    from idc_toolkit.models.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
-
-    root = tmp_path_factory.mktemp("aug")
-    return {"ds": demo_dataset, "editor": save_tiny_instruct_pix2pix(root / "ip2p"), "lm": save_tiny_chat_lm(root / "lm")}
+def setup(demo_dataset, tiny_models):
+    return {"ds": demo_dataset, "editor": tiny_models("ip2p"), "lm": tiny_models("chat")}
 
 
 @pytest.fixture(scope="module")

@@ -45,9 +45,9 @@ def test_help_text_speaks_one_vocabulary(capsys):
     """Flags show no '(default: True)'; every resumable command calls its unit --rows-per-part."""
     from idc_toolkit.cli import augment, precompute
 
-    for main, argv in ((precompute.main, ["masks", "--help"]), (augment.main, ["--help"])):
+    for command, argv in ((precompute.main, ["masks", "--help"]), (augment.main, ["--help"])):
         with pytest.raises(SystemExit):
-            main(argv)
+            command(argv)
         text = " ".join(capsys.readouterr().out.split())
         assert "(default: True)" not in text and "(default: False)" not in text
         assert "--rows-per-part" in text

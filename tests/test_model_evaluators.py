@@ -17,17 +17,19 @@ pytestmark = pytest.mark.java
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tmp_path_factory, tiny_models):
+    import os
+
     from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
 
-    from idc_toolkit.models.tiny import (blip2idc_targets, davir_targets, save_lora_adapter, save_tiny_blip2,
-                                             save_tiny_instructblip)
+    from idc_toolkit.models.tiny import blip2idc_targets, davir_targets, save_lora_adapter
 
     root = tmp_path_factory.mktemp("models")
-    blip2 = save_tiny_blip2(root / "blip2")
+    for name in ("blip2", "iblip"):  # the session's shared bases, linked (this module only reads them)
+        os.symlink(tiny_models(name), root / name)
+    blip2, iblip = root / "blip2", root / "iblip"
     save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(2))
     save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(2), old_format=True)
-    iblip = save_tiny_instructblip(root / "iblip")
     save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets())
     return root
 

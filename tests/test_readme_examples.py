@@ -101,7 +101,7 @@ def _substitute(command: str, values: dict[str, str], used: set[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def workdir(demo_dataset, tmp_path_factory):
+def workdir(demo_dataset, tiny_models, tmp_path_factory):
     """The scratch directory, holding what the README assumes a reader has: the raw releases,
     the demo dataset as ``data/clevr_change``, checkpoints (tiny and random), predictions."""
     from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
@@ -109,7 +109,6 @@ def workdir(demo_dataset, tmp_path_factory):
     from idc_toolkit.building.pipeline import build_dataset, make_builder
     from idc_toolkit.masks.sam import build_tiny_sam
     from idc_toolkit.models import tiny
-    from idc_toolkit.models.tiny_vlm import save_tiny_vlm
     import torch
 
     root = tmp_path_factory.mktemp("readme")
@@ -119,14 +118,15 @@ def workdir(demo_dataset, tmp_path_factory):
             "train": [{"img_id": str(i), "sentences": [f"the car {i} left", "a car is gone"]} for i in range(1, 5)],
             "val": [{"img_id": "5", "sentences": ["a person appeared"]}],
             "test": [{"img_id": str(i), "sentences": [f"the bike {i} moved", "a bike moved"]} for i in range(6, 9)]})),
-        "blip2": str(tiny.save_tiny_blip2(models / "blip2")),
-        "iblip": str(tiny.save_tiny_instructblip(models / "iblip")),
-        "ip2p": str(tiny.save_tiny_instruct_pix2pix(models / "ip2p")),
-        "chat": str(tiny.save_tiny_chat_lm(models / "chat")),
-        "vlm": str(save_tiny_vlm("qwen2_vl", models / "qwen2_vl")),
+        "blip2": str(tiny_models("blip2")),
+        "iblip": str(tiny_models("iblip")),
+        "ip2p": str(tiny_models("ip2p")),
+        "chat": str(tiny_models("chat")),
+        "vlm": str(tiny_models("qwen2_vl")),
         "sam": str(models / "sam_tiny.pth"),
         "clip": str(models / "tiny-clip.json"),
     }
+    models.mkdir(parents=True, exist_ok=True)
     torch.save(build_tiny_sam().state_dict(), values["sam"])
     Path(values["clip"]).write_text(json.dumps(TINY_CLIP))
     work = root / "work"

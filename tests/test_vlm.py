@@ -20,11 +20,8 @@ ARCHITECTURES = ("qwen2_vl", "llava_onevision", "idefics3")
 
 
 @pytest.fixture(scope="module")
-def vlms(tmp_path_factory):
-    from idc_toolkit.models.tiny_vlm import save_tiny_vlm
-
-    root = tmp_path_factory.mktemp("vlms")
-    return {arch: save_tiny_vlm(arch, root / arch) for arch in ARCHITECTURES}
+def vlms(tiny_models):
+    return {arch: tiny_models(arch) for arch in ARCHITECTURES}
 
 
 def _image(seed: int, size: tuple[int, int]) -> Image.Image:
