@@ -28,9 +28,13 @@ def models(tmp_path_factory, tiny_models):
     for name in ("blip2", "iblip"):  # the session's shared bases, linked (this module only reads them)
         os.symlink(tiny_models(name), root / name)
     blip2, iblip = root / "blip2", root / "iblip"
-    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(2))
-    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(2), old_format=True)
-    save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets())
+    # each adapter names the base it was made from, as a trained one does (no base-name warning)
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(2),
+                      base_name=str(blip2))
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(2), old_format=True,
+                      base_name=str(blip2))
+    save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets(),
+                      base_name=str(iblip))
     return root
 
 
@@ -205,7 +209,8 @@ def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys)
     with pytest.raises(IDCError, match="does not fit input size"):
         check_adapter(model, config, bad, "base", "adapter")
     with pytest.warns(UserWarning, match="was trained on 'Salesforce/blip2-opt-2.7b'"):
-        check_adapter(model, config, state, str(models / "blip2"), "adapter")
+        check_adapter(model, {**config, "base_model_name_or_path": "Salesforce/blip2-opt-2.7b"}, state, str(models / "blip2"),
+                      "adapter")
 
 
 def test_model_json_is_complete_after_a_kill_before_finalisation(models, demo_dataset, tmp_path, monkeypatch):

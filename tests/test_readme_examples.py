@@ -25,6 +25,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from conftest import REPO, TINY_CLIP, make_emu_edit, make_spot_the_diff
 pytestmark = pytest.mark.java
 
 FAST_TRAIN = "--device cpu --max-steps 2 --batch-size 4 --val-limit 2 --no-progress"
+RELEASED_ADAPTER = "BLIP2IDC/code_release/weights/spot_sota/spot_1e-4_rank_8_seed_1234__8_15.bin.opt"
 
 #: (README text, what runs instead, why): applied in this order to each joined command
 SUBSTITUTIONS: list[tuple[str, str, str]] = [
@@ -135,12 +137,14 @@ def workdir(demo_dataset, tiny_models, tmp_path_factory):
                                                           for i in range(2)]})
     build_dataset(make_builder("emu_edit", emu), work / "data" / "emu_edit", progress=False)
     # the adapters the README names: BLIP2IDC's released peft 0.5 folder, and two of today's format
-    blip2 = Blip2ForConditionalGeneration.from_pretrained(values["blip2"])
-    tiny.save_lora_adapter(blip2, work / "BLIP2IDC/code_release/weights/spot_sota/spot_1e-4_rank_8_seed_1234__8_15.bin.opt",
-                           tiny.blip2idc_targets(2), old_format=True)
-    tiny.save_lora_adapter(blip2, work / "blip2idc_lora", tiny.blip2idc_targets(2), seed=1)
+    def blip2():  # a fresh model per adapter (peft wraps the model it is given)
+        return Blip2ForConditionalGeneration.from_pretrained(values["blip2"])
+
+    # as released: its config names the paper's Hub base, so applying it to the tiny copy warns (asserted below)
+    tiny.save_lora_adapter(blip2(), work / RELEASED_ADAPTER, tiny.blip2idc_targets(2), old_format=True)
+    tiny.save_lora_adapter(blip2(), work / "blip2idc_lora", tiny.blip2idc_targets(2), seed=1, base_name=values["blip2"])
     iblip = InstructBlipForConditionalGeneration.from_pretrained(values["iblip"])
-    tiny.save_lora_adapter(iblip, work / "davir_lora", tiny.davir_targets())
+    tiny.save_lora_adapter(iblip, work / "davir_lora", tiny.davir_targets(), base_name=values["iblip"])
     _write_prediction_files(work, demo_dataset)
     return work, values
 
@@ -207,18 +211,23 @@ def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
     tree_before = _source_tree_state()
     used: set[str] = set()
     ran, skipped = [], []
-    for block in _blocks("bash")[1:]:  # the first block is the setup the CI runs itself
-        for command in _commands(block):
-            if command in NOT_RUN:
-                skipped.append(command)
-                continue
-            assert "..." not in command, f"a README command with a placeholder, neither runnable nor in NOT_RUN: {command}"
-            _run(os.path.expandvars(_substitute(command, values, used)))
-            ran.append(command)
-    code = _substitute(_python_block(), values, used)
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(code, "<README python>", "exec"), {})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for block in _blocks("bash")[1:]:  # the first block is the setup the CI runs itself
+            for command in _commands(block):
+                if command in NOT_RUN:
+                    skipped.append(command)
+                    continue
+                assert "..." not in command, f"a README command with a placeholder, neither runnable nor in NOT_RUN: {command}"
+                _run(os.path.expandvars(_substitute(command, values, used)))
+                ran.append(command)
+        code = _substitute(_python_block(), values, used)
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(code, "<README python>", "exec"), {})
     capsys.readouterr()
+    # the toolkit's own warnings: only the released adapter's base name (the paper's Hub id, not the local copy)
+    ours = {str(w.message) for w in caught if "idc_toolkit" in w.filename or "/evaluators/" in w.filename}
+    assert ours == {f"adapter {RELEASED_ADAPTER} was trained on 'Salesforce/blip2-opt-2.7b'; applying it to '{values['blip2']}'"}
 
     assert sorted(skipped) == sorted(NOT_RUN), "a NOT_RUN entry no longer in the README"
     assert used == {old for old, _new, _why in SUBSTITUTIONS}, f"unused substitutions: {set(s for s, _, _ in SUBSTITUTIONS) - used}"

@@ -225,7 +225,7 @@ def test_a_corrupt_or_pickled_checkpoint_is_refused_in_one_line(tmp_path):
         def __reduce__(self):
             return (print, ("code ran",))
 
-    (ckpt / "scheduler.pt").write_bytes(pickle.dumps(Payload()))
+    (ckpt / "scheduler.pt").write_bytes(pickle.dumps(Payload(), protocol=2))  # torch.save's protocol: no protocol warning
     with pytest.raises(IDCError, match="scheduler.pt: not a plain tensor file .*pickled code"):
         verify_checkpoint(str(ckpt))
     (ckpt / "scheduler.pt").write_bytes(b"\x00garbage")
