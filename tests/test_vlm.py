@@ -82,6 +82,15 @@ def test_a_batch_answers_what_one_pair_at_a_time_answers(vlms, arch):
     together = runner.inputs.answers(runner.model, rows)
     assert together == [runner.inputs.answers(runner.model, [r])[0] for r in rows]
     assert all(isinstance(a, str) and a for a in together)
+    if arch == "llava_onevision":  # a tokenizer shipped without a pad token (Llama-family chat models) pads with EOS
+        from transformers import AutoProcessor
+
+        from idc_toolkit.models.vlm import PROMPTS, VlmInputs
+
+        processor = AutoProcessor.from_pretrained(vlms[arch])
+        processor.tokenizer.pad_token = None
+        inputs = VlmInputs(processor, PROMPTS["scene"], single_image=False)
+        assert processor.tokenizer.pad_token == processor.tokenizer.eos_token and inputs.build(rows)["input_ids"].shape[0] == 3
 
 
 def test_prompt_presets_follow_the_card_and_unknown_styles_are_refused(tmp_path):

@@ -85,7 +85,10 @@ class VlmInputs:
 
     def __init__(self, processor, prompt: str, single_image: bool, max_new_tokens: int = MAX_NEW_TOKENS):
         self.processor, self.prompt, self.single_image, self.max_new_tokens = processor, prompt, single_image, max_new_tokens
-        processor.tokenizer.padding_side = "left"  # decoder-only generation: the answer starts where every prompt ends
+        tokenizer = processor.tokenizer
+        tokenizer.padding_side = "left"  # decoder-only generation: the answer starts where every prompt ends
+        if tokenizer.pad_token is None:  # Llama-family chat tokenizers ship without one; padding is masked anyway
+            tokenizer.pad_token = tokenizer.eos_token
 
     def messages(self) -> list[dict[str, Any]]:
         images = [{"type": "image"}] * (1 if self.single_image else 2)
