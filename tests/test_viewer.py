@@ -39,9 +39,13 @@ def site(davir_dataset, tmp_path_factory):
     a = {pid: caps[0] for pid, caps in refs.captions.items()}
     b = {pid: "the small sphere changed its colour" for pid in ids}
     b[ids[1]] = XSS
+    # RCC's viewpoint-IoU file for A's evaluation: its difficulty groups reach the page through per_pair.csv
+    change = [pid for pid in ids if not pid.endswith("_n")]
+    iou = root / "change_captions_by_IOU.json"
+    iou.write_text(json.dumps({str(int(pid)): 0.9 - 0.1 * k for k, pid in enumerate(change)}))
     for name, preds in (("A", a), ("B", b)):
         evaluate(preds, dataset=str(davir_dataset), split="test", out=root / f"eval_{name}", metrics=["BLEU", "ROUGE_L", "CIDEr"],
-                 name=f"system {name}", bootstrap=20)
+                 name=f"system {name}", bootstrap=20, iou_file=str(iou) if name == "A" else None)
     out = root / "site"
     assert view_main(["--dataset", str(davir_dataset), "--eval", str(root / "eval_A"), "--eval", str(root / "eval_B"),
                       "--out", str(out), "--no-progress"]) == 0
@@ -107,6 +111,16 @@ def test_filter_by_category_shows_exactly_that_category(site, browser):
     shown = _cards(browser)
     expected = [pid for pid in site["ids"] if site["categories"][pid] == "move"]
     assert [c["id"] for c in shown] == expected and {c["category"] for c in shown} == {"move"}
+
+
+def test_filter_by_a_group_of_the_evaluation(site, browser):
+    rows = _per_pair(site["root"] / "eval_A")
+    hardest = [pid for pid, row in rows.items() if "iou_hardest_25" in row["groups"].split(";")]
+    change = [pid for pid in site["ids"] if not pid.endswith("_n")]
+    assert hardest == [change[-1]]  # the lowest IoU (0.9 - 0.1 k): RCC's hardest quarter of 5 change pairs is 1
+    _open(browser, site["out"].joinpath("index.html").resolve().as_uri())
+    _select(browser, "f-group", "iou_hardest_25")
+    assert [c["id"] for c in _cards(browser)] == hardest
 
 
 def test_sorting_by_the_cider_difference_puts_the_largest_first(site, browser):
@@ -190,7 +204,7 @@ def test_the_site_also_works_through_a_local_http_server(site, browser):
         server.shutdown()
 
 
-def test_site_folder_rule_and_per_pair_groups(site, tmp_path, capsys):
+def test_site_folder_rule(site, tmp_path, capsys):
     out = site["out"]
     args = ["--dataset", str(site["dataset"]), "--eval", str(site["root"] / "eval_A"), "--eval", str(site["root"] / "eval_B"),
             "--out", str(out), "--no-progress"]
