@@ -41,18 +41,76 @@ def test_two_torchrun_ranks_write_what_one_process_writes(demo_dataset, one_proc
     assert _files(out) == _files(one_process)
 
 
-def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_process, tmp_path):
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance (2 CPUs) for this module's Ray tests."""
     pytest.importorskip("ray")
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        result = add_change_masks(demo_dataset, tmp_path / "ray", rows_per_part=8, device="cpu", progress=False,
-                                  engine="ray", ray_actors=2)
-    finally:
-        ray.shutdown()
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, local_ray):
+    result = add_change_masks(demo_dataset, tmp_path / "ray", rows_per_part=8, device="cpu", progress=False,
+                              engine="ray", ray_actors=2)
     assert result.complete
     assert _files(tmp_path / "ray") == _files(one_process)
+
+
+class DiesOnce:
+    """A row task whose process exits (as a killed actor does) in the middle of its third part,
+    once: the marker file says it already did."""
+
+    batch_size = 2
+
+    def __init__(self, marker: str):
+        from datasets import Features, Value
+
+        self.marker = marker
+        self.features = Features({"pair_id": Value("string"), "caption": Value("string")})
+
+    def setup(self, device: str) -> None:
+        pass
+
+    def __call__(self, split, rows, start):
+        import os
+        from pathlib import Path
+
+        from idc_toolkit.runs import PartOutput
+
+        if start >= 10 and not os.path.exists(self.marker):  # part 2 (rows 8..11), its second batch
+            Path(self.marker).write_text("died here")
+            os._exit(1)
+        return PartOutput([{"pair_id": r["pair_id"], "caption": r["pair_id"].upper()} for r in rows])
+
+
+def test_an_actor_that_dies_mid_part_is_retried_and_the_output_is_identical(tmp_path, local_ray):
+    import ray.cloudpickle
+
+    from idc_toolkit.runs import RunFolder, run_job
+    from idc_toolkit.runs.rows import ListRows
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the actors import this test module by value
+    rows = ListRows([{"pair_id": f"p{i}"} for i in range(16)])
+
+    def run(out, engine, marker):
+        folder = RunFolder(out, "toy", {"rows": 16}, card_record=False).open()
+        outcome = run_job(folder, {"test": rows}, DiesOnce(str(marker)), rows_per_part=4, engine=engine, progress=False,
+                          ray_actors=2)
+        assert outcome.complete
+        return _files(out / ".idc_run" / "parts")
+
+    (tmp_path / "never").write_text("the local run does not die")
+    local = run(tmp_path / "local", "local", tmp_path / "never")
+    marker = tmp_path / "died"
+    on_ray = run(tmp_path / "ray", "ray", marker)
+    assert marker.read_text() == "died here"
+    # the dead actor's half-written part is left under its own name (finalising removes the parts folder)
+    partials = [name for name in on_ray if name.endswith(".partial")]
+    assert len(partials) == 1 and partials[0].startswith("test/000002.parquet.")
+    assert {n: h for n, h in on_ray.items() if not n.endswith(".partial")} == local  # the retried part is the same bytes
 
 
 CHILD = """
