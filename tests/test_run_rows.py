@@ -58,3 +58,34 @@ def test_progress_moves_with_batches_not_parts(tmp_path):
     told = []
     n = write_part(tmp_path, Part("train", 0, 0, 10), ListRows(list(range(10))), Task(), on_batch=told.append)
     assert n == 10 and told == [4, 4, 2]
+
+
+def test_hub_rows_travel_as_their_id_and_load_again_where_they_land(demo_dataset, tmp_path):
+    """A Hub split pickled for a Ray actor on another node carries its id, split and fingerprint,
+    not the driver's cache files: unpickled under another HF cache it loads and reads the same rows;
+    a reload of another version is refused. (A local folder stands in for the Hub id: offline.)"""
+    import pickle
+    import subprocess
+    import sys
+
+    from datasets import load_dataset
+
+    from idc_toolkit.errors import RunError
+    from idc_toolkit.runs.rows import DatasetRows
+
+    ds = load_dataset(str(demo_dataset), split="test")
+    rows = DatasetRows(ds, str(demo_dataset), "test")
+    blob = pickle.dumps(rows)
+    assert ds.cache_files[0]["filename"].encode() not in blob and len(blob) < 2000
+    (tmp_path / "rows.pkl").write_bytes(blob)
+    expected = [r["pair_id"] for r in rows.read(0, len(rows))]
+    code = ("import pickle, sys; rows = pickle.loads(open(sys.argv[1], 'rb').read()); "
+            "print([r['pair_id'] for r in rows.read(0, len(rows))])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "rows.pkl")], capture_output=True, text=True,
+                         env={**__import__("os").environ, "HF_DATASETS_CACHE": str(tmp_path / "other_node_cache")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == repr(expected)
+    rows.fingerprint = "another-version"
+    moved = pickle.loads(pickle.dumps(rows))
+    with pytest.raises(RunError, match="not the version the job started with"):
+        moved.read(0, 1)

@@ -162,21 +162,52 @@ class ParquetRows:
 
 
 class DatasetRows:
-    """A ``datasets.Dataset`` (e.g. loaded from the Hub) with image columns left encoded."""
+    """A ``datasets.Dataset`` (e.g. loaded from the Hub) with image columns left encoded.
 
-    def __init__(self, ds):
-        from datasets import Image
+    With ``name`` and ``split`` (a Hub dataset), it pickles as them plus its fingerprint and row
+    count, and loads the split again where it is unpickled: a Ray actor on another node has no
+    copy of the driver's cache files, which a pickled ``Dataset`` would point to. A reload whose
+    fingerprint differs (the repository changed in between) is an error, never rows of another
+    version."""
 
-        for col, feature in ds.features.items():
-            if isinstance(feature, Image):
-                ds = ds.cast_column(col, Image(decode=False))
-        self.ds = ds
+    def __init__(self, ds, name: Optional[str] = None, split: Optional[str] = None):
+        self.name, self.split = name, split
+        self.fingerprint = ds._fingerprint
+        self.n_rows = len(ds)
+        self._ds = _encoded(ds)
 
     def __len__(self) -> int:
-        return len(self.ds)
+        return self.n_rows
+
+    @property
+    def ds(self):
+        if self._ds is None:
+            from datasets import load_dataset
+
+            ds = load_dataset(self.name, split=self.split)
+            if ds._fingerprint != self.fingerprint or len(ds) != self.n_rows:
+                raise RunError(f"{self.name} [{self.split}] loaded here is not the version the job started with "
+                               f"(fingerprint {ds._fingerprint} != {self.fingerprint}); rerun the job")
+            self._ds = _encoded(ds)
+        return self._ds
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self.name is None:  # an in-memory dataset travels as it is
+            return self.__dict__
+        return {**self.__dict__, "_ds": None}
 
     def read(self, start: int, stop: int) -> list[dict[str, Any]]:
         return self.ds.select(range(start, stop)).to_list()
+
+
+def _encoded(ds):
+    """``ds`` with its image columns left as encoded bytes (decoded where a task needs them)."""
+    from datasets import Image
+
+    for col, feature in ds.features.items():
+        if isinstance(feature, Image):
+            ds = ds.cast_column(col, Image(decode=False))
+    return ds
 
 
 def local_split_files(dataset: Path | str, split: str) -> list[Path]:
@@ -284,7 +315,7 @@ def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
         ds = load_dataset(name, split=split)
     except (ValueError, FileNotFoundError) as exc:
         raise RunError(f"{name}: cannot load split {split!r}: {exc}") from None
-    return DatasetRows(ds), ds.features, ds._fingerprint
+    return DatasetRows(ds, name, split), ds.features, ds._fingerprint
 
 
 def decode_image(cell: Any):
