@@ -89,3 +89,14 @@ def test_hub_rows_travel_as_their_id_and_load_again_where_they_land(demo_dataset
     moved = pickle.loads(pickle.dumps(rows))
     with pytest.raises(RunError, match="not the version the job started with"):
         moved.read(0, 1)
+
+
+def test_row_groups_are_at_most_100_rows_as_the_readme_says(demo_dataset):
+    import glob
+
+    from idc_toolkit.runs.parquet import ROWS_PER_GROUP
+
+    assert ROWS_PER_GROUP == 100
+    for f in glob.glob(str(demo_dataset / "data" / "*.parquet")):
+        meta = pq.ParquetFile(f).metadata
+        assert all(0 < meta.row_group(i).num_rows <= 100 for i in range(meta.num_row_groups))
