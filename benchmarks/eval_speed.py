@@ -10,6 +10,8 @@ prints, in one run:
       tables, per-pair CSV and chart out), with the viewpoint-IoU groups too, as a fresh
       command: no warm METEOR JVM, a cold statistics cache;
   (e) the same again in the same process: warm JVM and cache (a second protocol, ``compare``);
+  (f) the naive run as a fresh process, and (g) ``idc-eval --predictions`` as the fresh command a
+      user types (interpreter start, imports, cold METEOR cache): the issue's measure;
   and the largest absolute difference between (b) and (c) over every group and metric.
   METEOR's JVMs: ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
@@ -27,6 +29,38 @@ def naive_evaluation(gts_raw: dict, res_raw: dict) -> dict:
     from idc_toolkit.metrics.reference import pycocoevalcap_scores
 
     return pycocoevalcap_scores(gts_raw, res_raw)[0]
+
+
+NAIVE_SCRIPT = """
+import json, sys
+from idc_toolkit.metrics.reference import pycocoevalcap_scores
+refs = {}
+for a in json.load(open(sys.argv[1]))["annotations"]:
+    refs.setdefault(a["image_id"], []).append(a["caption"])
+hyps = json.load(open(sys.argv[2]))
+print(pycocoevalcap_scores(refs, hyps)[0])
+"""
+
+
+def _fresh_processes(tmp_path, metrics) -> dict[str, float]:
+    """(f) and (g): both as new processes, interpreter start and imports included."""
+    import os
+    import subprocess
+    import sys
+
+    times = {}
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", NAIVE_SCRIPT, str(tmp_path / "refs.json"), str(tmp_path / "preds.json")],
+                   check=True, capture_output=True)
+    times["naive"] = time.perf_counter() - t
+    env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / "fresh_meteor.sqlite")}
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
+                    "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
+                    "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
+                    "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
+    times["idc-eval"] = time.perf_counter() - t
+    return times
 
 
 def main() -> None:
@@ -99,9 +133,13 @@ def main() -> None:
                 ev = evaluate(str(tmp_path / "preds.json"), out=tmp_path / f"out_{run}", **options)
             times.append(time.perf_counter() - t)
         n_groups = len(ev.result.groups)
+        fresh = _fresh_processes(tmp_path, metrics)
     print(f"(d) idc-eval end to end, {n_groups} groups, METEOR cache cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a); "
           f"{meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores)")
     print(f"(e) the same, METEOR JVM and statistics warm:   {times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
+    print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {fresh['naive']:7.1f} s")
+    print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
+          f"{fresh['idc-eval']:7.1f} s   ({fresh['idc-eval'] / fresh['naive']:.2f} x (f))")
 
     worst = 0.0
     for g, naive in naive_groups.items():

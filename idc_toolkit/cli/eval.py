@@ -122,6 +122,12 @@ def _protocol_options(args) -> dict:
 
 
 def run_score(args) -> dict:
+    from ..metrics.registry import resolve_families
+
+    if "METEOR" in resolve_families(args.metrics):  # its JVM loads while everything below imports, reads, tokenizes
+        from ..metrics.meteor import prewarm
+
+        prewarm()
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 
