@@ -68,7 +68,7 @@ def test_the_pack_scored_by_lmms_eval_equals_idc_eval(demo_dataset, tmp_path):
     assert 0 < results["idc_CIDEr,none"] and results["idc_CIDEr__distractor,none"] != results["idc_CIDEr__move,none"]
 
 
-def test_the_cli_prints_the_include_path(tmp_path, capsys, demo_dataset):
+def test_the_cli_prints_the_include_path(tmp_path, capsys, demo_dataset, monkeypatch):
     from idc_toolkit.cli.eval import main
 
     out = tmp_path / "pack"
@@ -78,6 +78,11 @@ def test_the_cli_prints_the_include_path(tmp_path, capsys, demo_dataset):
     assert sorted(p.name for p in out.glob("*.yaml")) == sorted(f"idc_{n}.yaml" for n in (
         "spot_the_diff", "clevr_change", "clevr_dc", "ier", "levir_cc", "emu_edit"))
     assert "idc_CIDEr__move" in (out / "idc_clevr_change.yaml").read_text()
+    # the default folder (the toolkit's cache) takes another pack without --overwrite
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    assert main(["lmms-tasks"]) == 0
+    assert main(["lmms-tasks", "--dataset", f"clevr_change={demo_dataset}"]) == 0
+    assert str(demo_dataset) in (tmp_path / "cache" / "lmms_tasks" / "idc_clevr_change.yaml").read_text()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "idc_clevr_change.yaml").write_text("my own task")
     assert main(["lmms-tasks", "--out", str(tmp_path / "mine"), "--overwrite"]) == 1  # never replaces a user's file

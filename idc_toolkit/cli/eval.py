@@ -171,7 +171,9 @@ def run_lmms_tasks(args) -> None:
         key, path = item.split("=", 1)
         datasets[key] = path
     out = Path(args.out) if args.out else cache_dir("lmms_tasks")
-    files = write_task_pack(out, datasets, split=args.split, max_new_tokens=args.max_new_tokens, overwrite=args.overwrite)
+    # the default folder is the toolkit's own cache: a pack with other datasets simply replaces ours there
+    files = write_task_pack(out, datasets, split=args.split, max_new_tokens=args.max_new_tokens,
+                            overwrite=args.overwrite or not args.out)
     for task, path in files.items():
         print(f"{task}: {path}")
     print(f"--include_path {out.resolve()}")
