@@ -9,17 +9,26 @@ from pathlib import Path
 IMAGE_SIZE = 32
 
 
-def tiny_tokenizer():
-    """A byte-level GPT-2 tokenizer built from Python objects, configured as OPT's ships:
-    ``</s>`` (id 2) prepended as BOS and used as EOS, ``<pad>`` id 1, right padding."""
+def byte_level_tokenizer(specials: list[str], extra: tuple[str, ...] = (), **settings):
+    """A byte-level GPT-2 tokenizer built from Python objects (every text encodes): ``specials``
+    first in the vocabulary, then the 256 byte symbols; ``extra`` added as special tokens."""
     from tokenizers import pre_tokenizers
     from transformers import GPT2Tokenizer
 
-    vocab = {t: i for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])}
+    vocab = {t: i for i, t in enumerate(specials)}
     for ch in pre_tokenizers.ByteLevel.alphabet():
         vocab.setdefault(ch, len(vocab))
-    return GPT2Tokenizer(vocab=vocab, merges=[], bos_token="</s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
-                         add_bos_token=True, padding_side="right")
+    tok = GPT2Tokenizer(vocab=vocab, merges=[], **settings)
+    if extra:
+        tok.add_special_tokens({"additional_special_tokens": list(extra)})
+    return tok
+
+
+def tiny_tokenizer():
+    """A byte-level GPT-2 tokenizer configured as OPT's ships: ``</s>`` (id 2) prepended as BOS
+    and used as EOS, ``<pad>`` id 1, right padding."""
+    return byte_level_tokenizer(["<s>", "<pad>", "</s>", "<unk>"], bos_token="</s>", eos_token="</s>", pad_token="<pad>",
+                                unk_token="<unk>", add_bos_token=True, padding_side="right")
 
 
 def tiny_llama_tokenizer(padding_side: str = "left"):

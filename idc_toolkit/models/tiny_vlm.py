@@ -33,19 +33,6 @@ IDEFICS3_TEMPLATE = (
     "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}")
 
 
-def _byte_tokenizer(specials: list[str], extra: list[str], **tokens):
-    """A byte-level BPE tokenizer with ``specials`` first in the vocabulary and ``extra`` added as special tokens."""
-    from tokenizers import pre_tokenizers
-    from transformers import GPT2Tokenizer
-
-    vocab = {t: i for i, t in enumerate(specials)}
-    for ch in pre_tokenizers.ByteLevel.alphabet():
-        vocab.setdefault(ch, len(vocab))
-    tok = GPT2Tokenizer(vocab=vocab, merges=[], add_bos_token=False, **tokens)
-    tok.add_special_tokens({"additional_special_tokens": extra})
-    return tok
-
-
 def _text_config(tok, model_type: str) -> dict:
     return {"model_type": model_type, "vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
             "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 1024,
@@ -57,10 +44,12 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
     import torch
     import transformers as tf
 
+    from .tiny import byte_level_tokenizer
+
     if architecture == "qwen2_vl":
-        tok = _byte_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
                               ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"],
-                              eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+                              eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>", add_bos_token=False)
         # images of 28-56 px a side: 1-4 merged tokens each, so pairs of other sizes pad differently
         processor = tf.Qwen2VLProcessor(image_processor=tf.Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=56 * 56),
                                         tokenizer=tok, video_processor=tf.Qwen2VLVideoProcessor(), chat_template=QWEN2_VL_TEMPLATE)
@@ -73,8 +62,8 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
             vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
         model_class = tf.Qwen2VLForConditionalGeneration
     elif architecture == "llava_onevision":
-        tok = _byte_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], ["<image>", "<video>"],
-                              eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+        tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], ["<image>", "<video>"],
+                              eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>", add_bos_token=False)
         size = 32
         processor = tf.LlavaOnevisionProcessor(
             image_processor=tf.LlavaOnevisionImageProcessor(size={"height": size, "width": size}, crop_size={"height": size, "width": size},
@@ -89,9 +78,10 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
             image_grid_pinpoints=[[size, size], [size, 2 * size], [2 * size, size]])
         model_class = tf.LlavaOnevisionForConditionalGeneration
     elif architecture == "idefics3":
-        tok = _byte_tokenizer(["<unk>", "<|im_start|>", "<end_of_utterance>", "<|endoftext|>"],
+        tok = byte_level_tokenizer(["<unk>", "<|im_start|>", "<end_of_utterance>", "<|endoftext|>"],
                               ["<fake_token_around_image>", "<image>", "<global-img>"],
-                              bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>", unk_token="<unk>")
+                              bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>", unk_token="<unk>",
+                                   add_bos_token=False)
         processor = tf.Idefics3Processor(
             image_processor=tf.Idefics3ImageProcessor(size={"longest_edge": 32}, max_image_size={"longest_edge": 32},
                                                       do_image_splitting=False),
