@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from idc_toolkit.errors import EvaluationError
-from idc_toolkit.files import read_text
+from idc_toolkit.files import read_json, read_text
 from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
 from .protocols import rcc_id
@@ -39,11 +39,7 @@ def read_category_map(path: Path | str) -> dict[str, list[str]]:
     pair_id -> categories (an id listed under several categories keeps all of them). Ids are
     RCC-normalised (:func:`~.protocols.rcc_id`): a map keyed ``000123.png`` names the pair
     ``000123`` too."""
-    text = read_text(path, EvaluationError, "category map")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    data = read_json(path, EvaluationError, "category map")
     if not isinstance(data, dict):
         raise EvaluationError(f"{path}: a category map is {{pair_id: category}} or {{category: [pair_id, ...]}}")
     pairs = ([(pid, cat) for cat, ids in data.items() for pid in ids] if all(isinstance(v, list) for v in data.values())

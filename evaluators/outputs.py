@@ -106,7 +106,8 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
 
     metrics = [m for m in result.metrics if m in result.per_pair]
     # the groups a pair was scored in beyond its category (IoU groups, --groups, --group-by), ";"-joined
-    extra = [g for g in result.group_indices if g not in ("overall", "change_only") and g not in set(categories.values())]
+    category_names = set(categories.values())
+    extra = [g for g in result.group_indices if g not in ("overall", "change_only") and g not in category_names]
     member: dict[int, list[str]] = {}
     for g in extra:
         for k in result.group_indices[g]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from idc_toolkit.errors import EvaluationError
-from idc_toolkit.files import read_text
+from idc_toolkit.files import read_json, read_text
 from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
@@ -139,10 +139,7 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
     """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
     path = Path(path)
-    try:
-        data = json.loads(read_text(path, EvaluationError, "references file"))
-    except json.JSONDecodeError as exc:
-        raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    data = read_json(path, EvaluationError, "references file")
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}

@@ -4,7 +4,7 @@ category maps) with one-line errors that name the file and what is wrong with it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 
 def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "file") -> str:
@@ -24,6 +24,17 @@ def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}); "
                     "save it as UTF-8") from None
+
+
+def read_json(path: Path | str, error: Callable[[str], Exception], what: str = "file") -> Any:
+    """The JSON value of ``path`` (read by :func:`read_text`); ``error(message)`` names the line and
+    column of malformed JSON."""
+    import json
+
+    try:
+        return json.loads(read_text(path, error, what))
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
 
 
 def file_name_for(key: str, suffix: str = "") -> str:

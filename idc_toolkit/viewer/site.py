@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
-from .sources import Evaluation, dataset_splits, read_evaluation, unique_names
+from .sources import Evaluation, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
 OWNED = ("index.html", "assets", "img")
@@ -104,7 +104,9 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
 def _splits(dataset: Optional[str], asked: list[str], runs: list[Evaluation]) -> list[str]:
     """The splits to show: those asked for; else those of the evaluations; else all of the dataset's."""
     if dataset is not None:
-        present = dataset_splits(dataset)
+        from ..runs.columns import source_splits
+
+        present = source_splits(dataset)
         for split in asked:
             if split not in present:
                 raise IDCError(f"--split {split!r}: {dataset} has {', '.join(present)}")
@@ -152,7 +154,7 @@ def _dataset_records(out_dir: Path, split: str, rows, features, on_split: list[E
             cat = row.get("category")
             record = _record(split, pid, names[cat] if names is not None and isinstance(cat, int) else cat,
                              list(row.get("captions") or []), paths, on_split, runs)
-            record["fields"] = [[c, _text(row.get(c))] for c in shown if _text(row.get(c))]
+            record["fields"] = [[c, text] for c, text in ((c, _text(row.get(c))) for c in shown) if text]
             record["att"] = _attention(out_dir, split, pid, runs, image_size)
             records.append(record)
             bar.update(1)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
+from ..files import read_json
 
 #: per_pair.csv columns that are not scores
 PER_PAIR_TEXT = ("pair_id", "category", "prediction", "references", "groups")
@@ -68,10 +69,7 @@ def read_evaluation(folder: Path | str) -> Evaluation:
     for f in (metrics_file, per_pair_file):
         if not f.is_file():
             raise IDCError(f"{folder}: no {f.name}; pass a folder written by idc-eval --predictions or --model")
-    try:
-        metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IDCError(f"{metrics_file}: not valid JSON ({exc})") from None
+    metrics = read_json(metrics_file, IDCError, "metrics.json")
     if not isinstance(metrics, dict) or not isinstance(metrics.get("meta"), dict):
         raise IDCError(f"{metrics_file}: not an idc-eval metrics.json (no meta)")
     meta = metrics["meta"]
@@ -120,22 +118,3 @@ def unique_names(evaluations: list[Evaluation]) -> list[Evaluation]:
         seen[ev.name] = seen.get(ev.name, 0) + 1
         out.append(ev if seen[ev.name] == 1 else replace(ev, name=f"{ev.name} ({seen[ev.name]})"))
     return out
-
-
-def dataset_splits(dataset: str) -> list[str]:
-    """The splits of a local dataset folder (``data/<split>-*.parquet``) in the toolkit's
-    order, or of a Hub dataset."""
-    from ..schema import SPLITS
-
-    folder = Path(dataset)
-    if folder.is_dir():
-        present = {p.name.split("-")[0] for p in (folder / "data").glob("*.parquet")}
-        if not present:
-            raise IDCError(f"{dataset}: no data/<split>-*.parquet files; pass a folder written by idc-build")
-        return [s for s in SPLITS if s in present] + sorted(present - set(SPLITS))
-    from datasets import get_dataset_split_names
-
-    try:
-        return list(get_dataset_split_names(dataset))
-    except Exception as exc:  # offline or not a dataset: many error types
-        raise IDCError(f"--dataset {dataset!r}: cannot list its splits ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
