@@ -102,6 +102,7 @@ def test_meteor_that_cannot_start_properly(monkeypatch):
 
 def test_meteor_silence_times_out(monkeypatch):
     monkeypatch.setattr(meteor_mod, "java_executable", lambda: "sleep")  # a process that never answers
+    monkeypatch.setattr(meteor_mod, "JVM_TUNING", [])
     monkeypatch.setattr(meteor_mod, "METEOR_ARGS", ["30"])
     m = MeteorProcess(timeout=2)
     with pytest.raises(EvaluationError, match=r"METEOR gave no answer within 2 s \(killed\)"):
