@@ -50,8 +50,8 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
                       facts: "DatasetFacts", run_record: dict[str, Any], base: Optional[dict[str, Any]] = None):
     """The card's YAML as ``huggingface_hub``'s ``DatasetCardData``, with ``configs`` and
     ``dataset_info`` written by ``datasets``' own ``MetadataConfigs`` / ``DatasetInfosDict``:
-    ``num_bytes`` and ``dataset_size`` are Arrow sizes and ``download_size`` parquet bytes,
-    as ``push_to_hub`` writes them. ``facts`` (pair style, categories, ...) are what consumers
+    ``num_bytes`` is ``push_to_hub``'s estimate of each split (the run engine's
+    ``hub_num_bytes``), ``dataset_size`` their sum and ``download_size`` parquet bytes. ``facts`` (pair style, categories, ...) are what consumers
     read back (:func:`dataset_facts`); ``run_record`` is the run engine's fingerprint."""
     from datasets import DatasetInfo, SplitDict, SplitInfo
     from datasets.info import DatasetInfosDict

@@ -198,7 +198,7 @@ def test_card_sizes_mean_what_push_to_hub_writes(reference):
     info = read_card_data(ref_dir)["dataset_info"]
     for split in info["splits"]:
         ds = load_dataset(str(ref_dir), split=split["name"])
-        assert abs(split["num_bytes"] - ds.data.nbytes) <= 64 * len(ds.data.to_batches())  # Arrow bytes, not parquet
+        assert split["num_bytes"] == ds._estimate_nbytes()  # what push_to_hub computes for the loaded split
     parquet = sum(p.stat().st_size for p in (ref_dir / "data").glob("*.parquet"))
     assert info["download_size"] == parquet and info["dataset_size"] == sum(s["num_bytes"] for s in info["splits"])
     assert "idc_toolkit_run" in read_card_data(ref_dir) and not (ref_dir / ".idc_run").exists()
@@ -227,3 +227,29 @@ def test_kill_after_the_moves_finishes_without_redoing_the_work(raw, reference, 
     monkeypatch.setattr(build_mod, "read_image_bytes", no_reads)
     build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert _files(out) == _files(ref_dir)
+
+
+def test_shards_are_cut_where_push_to_hub_cuts_them(raw, tmp_path):
+    """``--max-shard-size`` means push_to_hub's ``max_shard_size``: int(num_bytes / size) + 1
+    shards of contiguous rows as ``Dataset.shard(contiguous=True)`` cuts them, whatever the
+    parts were, and the rows stay in order."""
+    from idc_toolkit.cards import read_card_data
+
+    whole = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "whole", rows_per_part=4, progress=False)
+    train_bytes = {s["name"]: s["num_bytes"] for s in read_card_data(tmp_path / "whole")["dataset_info"]["splits"]}["train"]
+    size = train_bytes // 5 + 1  # five shards for train, fewer for the smaller splits
+    out = tmp_path / "cut"
+    build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, max_shard_bytes=size, progress=False)
+    info = {s["name"]: s for s in read_card_data(out)["dataset_info"]["splits"]}
+    cuts = {}
+    for split in whole.report.rows:
+        ds = load_dataset(str(tmp_path / "whole"), split=split)
+        expected_shards = int(ds._estimate_nbytes() / size) + 1
+        assert info[split]["num_bytes"] == ds._estimate_nbytes()
+        files = sorted((out / "data").glob(f"{split}-*.parquet"))
+        assert len(files) == expected_shards
+        cuts[split] = len(files)
+        lengths = [load_dataset("parquet", data_files=str(f), split="train").num_rows for f in files]
+        assert lengths == [len(ds.shard(expected_shards, i, contiguous=True)) for i in range(expected_shards)]
+        assert load_dataset(str(out), split=split)["pair_id"] == ds["pair_id"]
+    assert cuts["train"] > 2 and cuts["train"] != -(-whole.report.rows["train"] // 4)  # not the 4-row parts

@@ -1,3 +1,4 @@
+import argparse
 import subprocess
 import sys
 
@@ -33,7 +34,15 @@ def test_console_script_is_installed():
 
 
 def test_parse_size():
-    assert parse_size("500MB") == 500 * 1024**2 and parse_size("2GiB") == 2 * 1024**3 and parse_size("123") == 123
+    """push_to_hub's max_shard_size convention: 500MB is 500 * 10**6 bytes, as datasets' own
+    config.MAX_SHARD_SIZE means it."""
+    from datasets import config
+    from datasets.utils.py_utils import convert_file_size_to_int
+
+    assert parse_size("500MB") == 500 * 10**6 == convert_file_size_to_int(config.MAX_SHARD_SIZE)
+    assert parse_size("2GiB") == 2 * 1024**3 and parse_size("123") == 123
+    with pytest.raises(argparse.ArgumentTypeError, match="not a size: '12 apples'"):
+        parse_size("12 apples")
 
 
 def test_config_overrides_are_checked(tmp_path, capsys):

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from . import common
 
 
 def parse_size(text: str) -> int:
-    """``500MB`` / ``2GB`` / ``1048576`` -> bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?)?\s*", text, re.I)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500MB)")
-    unit = (m.group(2) or "").upper().rstrip("B").rstrip("I")
-    return int(float(m.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit])
+    """``500MB`` / ``2GB`` / ``1GiB`` / ``1048576`` -> bytes, in ``datasets``' convention
+    (``convert_file_size_to_int``: MB = 10**6, MiB = 2**20), the one ``push_to_hub``'s
+    ``max_shard_size`` uses."""
+    from datasets.utils.py_utils import convert_file_size_to_int
+
+    text = text.strip()
+    try:
+        return int(text) if text.isdigit() else convert_file_size_to_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500MB, 1GiB or a number of bytes)") from None
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -26,7 +29,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (parquet shards, README.md card, build_report.json)")
     p.add_argument("--strict", action="store_true", help="fail on the first skipped or repaired record")
     p.add_argument("--overwrite", action="store_true", help="replace an output folder that holds another build")
-    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="largest parquet shard")
+    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="split the data as push_to_hub does: int(Arrow bytes / this) + 1 shards of even rows (500MB = 500*10**6 bytes)")
     p.add_argument("--rows-per-part", type=int, default=2000, help="records per part (the resume unit)")
     p.add_argument("--verify-images", choices=["fast", "full"], default="fast",
                    help="fast: structural checks without decoding; full: decode every image")

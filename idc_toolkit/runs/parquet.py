@@ -13,7 +13,9 @@ import pyarrow as pa
 
 from .folder import RunFolder
 
-DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024  # datasets' push_to_hub default
+DEFAULT_MAX_SHARD_BYTES = 500 * 10**6  # datasets' push_to_hub default, config.MAX_SHARD_SIZE = "500MB"
+#: the rows ``Dataset._estimate_nbytes`` looks at to correct the Arrow size for media files
+ESTIMATE_HEAD_ROWS = 1000
 ROWS_PER_GROUP = 100  # parquet row group, datasets' choice for image datasets
 
 
@@ -54,61 +56,133 @@ def column_options(features, schema: pa.Schema) -> dict[str, Any]:
 @dataclass
 class SplitSummary:
     num_examples: int = 0
-    num_bytes: int = 0  # Arrow bytes, what push_to_hub writes as num_bytes
+    num_bytes: int = 0  # what push_to_hub writes as num_bytes (hub_num_bytes)
     download_bytes: int = 0  # parquet bytes
     files: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     part_stats: list[dict[str, Any]] = field(default_factory=list)
 
 
+def hub_num_bytes(arrow_bytes: int, num_rows: int, head: pa.Table) -> int:
+    """The split size ``push_to_hub`` writes (``Dataset._estimate_nbytes``): the Arrow bytes,
+    corrected for image / audio / video cells by the first 1,000 rows (``head``, carrying the
+    features in its schema) and scaled to the split: plus the size of files referenced by path
+    only, minus the bytes of the ``path`` strings. Reproduced rather than called because it is a
+    method of a loaded ``Dataset``, and loading the split would copy it into an Arrow cache;
+    tests compare it with ``_estimate_nbytes`` of the loaded split."""
+    from datasets.features import Audio, Image, Video
+    from datasets.table import table_visitor
+    from datasets.utils.file_utils import xgetsize
+
+    if not num_rows or not head.num_rows:
+        return arrow_bytes
+    extra = 0
+
+    def visit(array, feature) -> None:
+        nonlocal extra
+        if isinstance(feature, (Audio, Image, Video)):
+            for cell in array.to_pylist():
+                if cell is not None and cell["bytes"] is None and cell["path"] is not None:
+                    extra += xgetsize(cell["path"])
+            extra -= array.field("path").nbytes
+
+    table_visitor(head, visit)
+    return arrow_bytes + extra * num_rows // head.num_rows
+
+
+def shard_ranges(num_rows: int, num_shards: int) -> list[tuple[int, int]]:
+    """The rows of ``Dataset.shard(num_shards, index, contiguous=True)`` for each index: the
+    first ``num_rows % num_shards`` shards hold one row more."""
+    div, mod = divmod(num_rows, num_shards)
+    starts = [i * div + min(i, mod) for i in range(num_shards)]
+    return [(start, start + div + (1 if i < mod else 0)) for i, start in enumerate(starts)]
+
+
+@dataclass
+class _PartFile:
+    path: Path
+    start: int  # first row of the part within the split
+    rows: int
+
+
+def _head(files: list[_PartFile], features, limit: int) -> pa.Table:
+    """The first ``limit`` rows of the split's decodable columns (images, audio, video), read
+    from the parts in row order, with the features in the schema for ``table_visitor``."""
+    import pyarrow.parquet as pq
+    from datasets import Features
+    from datasets.features.features import require_decoding
+
+    media = Features({k: v for k, v in features.items() if require_decoding(v, ignore_decode_attribute=True)})
+    tables, rows = [], 0
+    for f in files:
+        if rows >= limit or not media:
+            break
+        tables.append(pq.read_table(f.path, columns=list(media)).slice(0, limit - rows))
+        rows += tables[-1].num_rows
+    if not tables:
+        return pa.table({})
+    return pa.concat_tables(tables).cast(media.arrow_schema)
+
+
 def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
              max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> dict[str, SplitSummary]:
-    """Concatenate each split's parts, in row order, into ``final_dir/data/<split>-XXXXX-of-YYYYY.parquet``.
+    """Write each split's parts, in row order, as ``final_dir/data/<split>-XXXXX-of-YYYYY.parquet``.
 
-    Consecutive parts are grouped up to ``max_shard_bytes``; a group of one part is hard-linked
-    (parts stay intact until the move is done, so a kill while staging loses nothing), a
-    larger group is copied row group by row group. Statistics are merged in row order.
+    Shards follow ``push_to_hub``: ``int(num_bytes / max_shard_bytes) + 1`` shards of
+    contiguous rows, as even as ``Dataset.shard`` makes them, so a split is cut where an upload
+    of the same table would cut it; ``max_shard_bytes=0`` keeps one shard per part (the
+    ``--max-shard-rows`` mode). A shard that is exactly one part is hard-linked (parts stay
+    intact until the move is done, so a kill while staging loses nothing); other shards are
+    written from slices of their parts. Statistics are merged in row order.
     """
-    import pyarrow.parquet as pq
-
     data = final_dir / "data"
     data.mkdir(parents=True, exist_ok=True)
-    schema = features.arrow_schema
     out: dict[str, SplitSummary] = {}
     for split in splits:
         summary = SplitSummary()
         parts = folder.done_parts(split)
-        groups: list[list[Path]] = []
-        size = 0
+        files: list[_PartFile] = []
+        arrow_bytes = 0
         for k in sorted(parts):
             meta = parts[k]
             summary.part_stats.append(meta["stats"])
             merge_stats(summary.stats, meta["stats"])
+            if meta["file"]:
+                files.append(_PartFile(folder.parts_dir(split) / meta["file"], summary.num_examples, meta["rows"]))
             summary.num_examples += meta["rows"]
-            summary.num_bytes += meta["arrow_bytes"]
-            if not meta["file"]:
-                continue
-            path = folder.parts_dir(split) / meta["file"]
-            nbytes = path.stat().st_size
-            if groups and size + nbytes <= max_shard_bytes:
-                groups[-1].append(path)
-                size += nbytes
-            else:
-                groups.append([path])
-                size = nbytes
-        for g, paths in enumerate(groups):
-            target = data / f"{split}-{g:05d}-of-{len(groups):05d}.parquet"
-            if len(paths) == 1:
-                try:
-                    os.link(paths[0], target)
-                except OSError:
-                    shutil.copyfile(paths[0], target)
-            else:
-                writer = pq.ParquetWriter(target, schema, **column_options(features, schema))
-                for p in paths:
-                    writer.write_table(pq.read_table(p, schema=schema), row_group_size=ROWS_PER_GROUP)
-                writer.close()
+            arrow_bytes += meta["arrow_bytes"]
+        summary.num_bytes = hub_num_bytes(arrow_bytes, summary.num_examples,
+                                          _head(files, features, ESTIMATE_HEAD_ROWS))
+        if not summary.num_examples:
+            ranges = []
+        elif max_shard_bytes <= 0:
+            ranges = [(f.start, f.start + f.rows) for f in files]
+        else:
+            ranges = shard_ranges(summary.num_examples, int(summary.num_bytes / max_shard_bytes) + 1)
+        for g, (start, stop) in enumerate(ranges):
+            target = data / f"{split}-{g:05d}-of-{len(ranges):05d}.parquet"
+            _write_shard(target, [f for f in files if f.start < stop and f.start + f.rows > start], start, stop, features)
             summary.files.append(target.name)
             summary.download_bytes += target.stat().st_size
         out[split] = summary
     return out
+
+
+def _write_shard(target: Path, files: list[_PartFile], start: int, stop: int, features) -> None:
+    """Rows ``start:stop`` of the split, from the parts that hold them."""
+    import pyarrow.parquet as pq
+
+    if len(files) == 1 and (files[0].start, files[0].rows) == (start, stop - start):
+        try:
+            os.link(files[0].path, target)
+        except OSError:
+            shutil.copyfile(files[0].path, target)
+        return
+    schema = features.arrow_schema
+    writer = pq.ParquetWriter(target, schema, **column_options(features, schema))
+    try:
+        for f in files:
+            lo, hi = max(start, f.start) - f.start, min(stop, f.start + f.rows) - f.start
+            writer.write_table(pq.read_table(f.path, schema=schema).slice(lo, hi - lo), row_group_size=ROWS_PER_GROUP)
+    finally:
+        writer.close()
