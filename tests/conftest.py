@@ -58,8 +58,12 @@ def demo_dataset(demo_raw, tmp_path_factory) -> Path:
     return out
 
 
-def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: bool = True) -> Path:
-    """A Spot-the-Diff raw tree (data/annotations + data/resized_images) with placeholder PNGs."""
+def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: bool = True, linked: bool = False) -> Path:
+    """A Spot-the-Diff raw tree (data/annotations + data/resized_images) with placeholder PNGs.
+
+    ``linked``: one placeholder hard-linked under every name (the real split's 22,000 files in
+    0.7 s instead of 4.6 s); only for trees no test writes into, since a write to one name
+    would change them all."""
     data = root / "data"
     ids = set()
     for split, items in annotations.items():
@@ -69,9 +73,15 @@ def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: boo
     images.mkdir(parents=True, exist_ok=True)
     if fmt_images:
         png = image_bytes()
+        placeholder = root / "placeholder.png"
+        if linked:
+            placeholder.write_bytes(png)
         for i in ids:
-            (images / f"{i}.png").write_bytes(png)
-            (images / f"{i}_2.png").write_bytes(png)
+            for name in (f"{i}.png", f"{i}_2.png"):
+                if linked:
+                    os.link(placeholder, images / name)
+                else:
+                    (images / name).write_bytes(png)
     return root
 
 

@@ -15,7 +15,7 @@ from conftest import image_bytes, make_emu_edit, make_spot_the_diff
 
 def test_spot_the_diff_real_annotations(shared, tmp_path):
     ann = {s: json.loads((shared / "real_annotations/spot_the_diff" / f"{s}.json").read_text()) for s in ("train", "val", "test")}
-    raw = make_spot_the_diff(tmp_path / "raw", ann)
+    raw = make_spot_the_diff(tmp_path / "raw", ann, linked=True)
     result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
     assert_training_defaults(tmp_path / "out", "spot_the_diff")
     assert dict(result.report.rows) == {"train": 8566, "validation": 1493, "test": 1270}
