@@ -1,23 +1,26 @@
 """Diff-only change masks on pairs made from real photographs, next to DAVIR's naive recipe.
 
-Pairs (``photo_pairs.realistic_pairs``): 8 real photographs that ship inside pip packages
-(scikit-image, scikit-learn, matplotlib); changes made at the photo's own resolution — an
-object added, removed, recoloured, moved, a thin object (legs with gaps) added, a
-low-contrast patch — each under every distractor (none, brightness, contrast, gamma, JPEG,
-sensor noise, integer camera shift 1-3 px, sub-pixel shift, all combined), plus every
-distractor alone on every photo; at two resolutions (224 and 448 pixels). Ground truth: every
-after-image pixel the edit changed by more than 10 levels.
+Pairs (``photo_pairs.wide_pairs``): all 22 real photographs that ship inside pip packages
+(scikit-image's photographs, scikit-learn's and matplotlib's sample photos), at four image
+sizes (224x224, 448x448, 480x320, 320x480); every change kind (an object added, removed,
+moved, recoloured, a textured region recoloured under a brightness change, a low-contrast
+patch) on every shape (a blob, a body on thin legs, a pole 2.5 px wide, printed text) in four
+size classes (< 1%, 1-4%, 4-12%, > 12% of the image), two photographs each under a seeded
+distractor (none, brightness, contrast, gamma, JPEG, sensor noise, integer camera shift 1-3 px,
+sub-pixel shift, all combined); plus every distractor alone on every photograph at every size.
+Changes are made at the photo's own resolution; ground truth: every after-image pixel the edit
+changed by more than 10 levels.
 
 Printed, for the toolkit's pipeline (``MaskParams()``) and for the naive recipe of DAVIR §3.1
 as the paper states it (``|after - before| > delta`` on grey levels, scikit-learn DBSCAN over
-the changed pixels, union of the clusters' boxes), on the same pairs: mean IoU per change type
-and per distractor, masked area of the distractor-only pairs (mean, largest), pairs/s at
-224x224 on one core.
+the changed pixels, union of the clusters' boxes), on the same pairs: mean IoU per size class,
+shape, change kind, image size and distractor, precision and recall, the masked area of the
+distractor-only pairs (mean, largest), pairs/s at 224x224 on one core.
 
-Goals (diff-only): mean IoU >= 0.90 over change pairs; distractor-only area <= 0.3% mean and
-<= 2% max; >= 50 pairs/s at 224x224 on one core.
+Goals (diff-only): mean IoU >= 0.90 on every size class and image size; distractor-only area
+<= 0.3% mean and <= 2% max; >= 50 pairs/s at 224x224 on one core.
 
-    python benchmarks/mask_quality.py [--per-cell 4] [--sizes 224 448] [--seed 0]
+    python benchmarks/mask_quality.py [--photos-per-cell 2] [--seed 0] [--skip-naive]
 """
 
 from __future__ import annotations
@@ -59,32 +62,36 @@ def iou(truth: np.ndarray, pred: np.ndarray) -> float:
 
 
 def score(pairs, method) -> dict:
-    by_change, by_distractor, areas = defaultdict(list), defaultdict(list), []
-    t = time.perf_counter()
-    preds = [method(p.before, p.after) for p in pairs]
-    seconds = time.perf_counter() - t
-    for p, pred in zip(pairs, preds):
+    """IoU (with precision and recall) per report group, distractor-only areas, speed at 224x224."""
+    groups, areas = defaultdict(list), []
+    seconds, n_timed = 0.0, 0
+    for p in pairs:
+        t = time.perf_counter()
+        pred = method(p.before, p.after)
+        if p.image_size == (224, 224):
+            seconds += time.perf_counter() - t
+            n_timed += 1
         if p.change == "none":
             areas.append(float(pred.mean()))
-        else:
-            v = iou(p.truth, pred)
-            by_change[p.change].append(v)
-            by_distractor[p.distractor].append(v)
-    all_iou = [v for vals in by_change.values() for v in vals]
-    return {"by_change": {k: float(np.mean(v)) for k, v in by_change.items()},
-            "by_distractor": {k: float(np.mean(v)) for k, v in by_distractor.items()},
-            "mean_iou": float(np.mean(all_iou)), "area_mean": float(np.mean(areas)), "area_max": float(np.max(areas)),
-            "pairs_per_s": len(pairs) / seconds}
+            continue
+        inter = float((p.truth & pred).sum())
+        value = (iou(p.truth, pred), inter / max(1.0, float(pred.sum())), inter / max(1.0, float(p.truth.sum())))
+        w, h = p.image_size
+        for key in ("all", f"size class {p.size_class}", f"shape {p.shape}", f"change {p.change}", f"image {w}x{h}",
+                    f"under {p.distractor}"):
+            groups[key].append(value)
+    return {"groups": {k: tuple(float(x) for x in np.mean(v, axis=0)) + (len(v),) for k, v in groups.items()},
+            "area_mean": float(np.mean(areas)), "area_max": float(np.max(areas)),
+            "pairs_per_s": n_timed / seconds if seconds else float("nan")}
 
 
 def main() -> None:
-    from photo_pairs import realistic_pairs
+    from photo_pairs import SHAPES, SIZE_CLASSES, WIDE_CHANGES, wide_pairs
 
     from idc_toolkit.masks.diff import MaskParams, compute_change_mask
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--per-cell", type=int, default=4, help="photos per (change, distractor) cell")
-    p.add_argument("--sizes", type=int, nargs="+", default=[224, 448])
+    p.add_argument("--photos-per-cell", type=int, default=2, help="photographs per (size, change, shape, size class) cell")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-naive", action="store_true")
     args = p.parse_args()
@@ -93,22 +100,28 @@ def main() -> None:
     if not args.skip_naive:
         methods["naive DAVIR"] = naive_davir_mask
     print(f"diff-only change masks, params {params.to_dict()}")
-    for size in args.sizes:
-        pairs = realistic_pairs(size, args.per_cell, args.seed)
-        n_change = sum(p.change != "none" for p in pairs)
-        print(f"\n## {size}x{size}: {n_change} change pairs, {len(pairs) - n_change} distractor-only pairs, one core")
-        results = {name: score(pairs, m) for name, m in methods.items()}
-        names = list(results)
-        print(f"| {'':24s} | " + " | ".join(f"{n:>12s}" for n in names) + " |")
-        print("| --- | " + " | ".join("---:" for _ in names) + " |")
-        rows = [(f"IoU {k}", [results[n]["by_change"][k] for n in names]) for k in results[names[0]]["by_change"]]
-        rows += [(f"IoU under {k}", [results[n]["by_distractor"][k] for n in names]) for k in results[names[0]]["by_distractor"]]
-        for label, vals in rows:
-            print(f"| {label:24s} | " + " | ".join(f"{v:12.3f}" for v in vals) + " |")
-        print(f"| {'**mean IoU (goal >= 0.90)**':24s} | " + " | ".join(f"{results[n]['mean_iou']:12.3f}" for n in names) + " |")
-        print(f"| {'distractor area mean (<= 0.3%)':24s} | " + " | ".join(f"{100 * results[n]['area_mean']:11.2f}%" for n in names) + " |")
-        print(f"| {'distractor area max (<= 2%)':24s} | " + " | ".join(f"{100 * results[n]['area_max']:11.2f}%" for n in names) + " |")
-        print(f"| {'pairs/s (>= 50 at 224)':24s} | " + " | ".join(f"{results[n]['pairs_per_s']:12.1f}" for n in names) + " |")
+    pairs = wide_pairs(args.seed, args.photos_per_cell)
+    n_change = sum(p.change != "none" for p in pairs)
+    print(f"{n_change} change pairs, {len(pairs) - n_change} distractor-only pairs, 22 photographs, one core\n")
+    results = {name: score(pairs, m) for name, m in methods.items()}
+    names = list(results)
+    order = (["all"] + [f"size class {n}" for n, _, _ in SIZE_CLASSES] + [f"shape {s}" for s in SHAPES]
+             + [f"change {c}" for c in WIDE_CHANGES] + sorted(k for k in results[names[0]]["groups"] if k.startswith("image"))
+             + sorted(k for k in results[names[0]]["groups"] if k.startswith("under")))
+    print("| mean IoU (precision / recall), pairs | " + " | ".join(names) + " |")
+    print("| --- | " + " | ".join("---:" for _ in names) + " |")
+    for key in order:
+        if key not in results[names[0]]["groups"]:
+            continue
+        cells = []
+        for n in names:
+            iou_, prec, rec, count = results[n]["groups"][key]
+            cells.append(f"{iou_:.3f} ({prec:.2f} / {rec:.2f})")
+        label = f"**{key}**" if key == "all" or key.startswith("size") or key.startswith("image") else key
+        print(f"| {label} ({int(results[names[0]]['groups'][key][3])}) | " + " | ".join(cells) + " |")
+    print("| distractor-only area mean (<= 0.3%) | " + " | ".join(f"{100 * results[n]['area_mean']:.2f}%" for n in names) + " |")
+    print("| distractor-only area max (<= 2%) | " + " | ".join(f"{100 * results[n]['area_max']:.2f}%" for n in names) + " |")
+    print("| pairs/s at 224x224, one core (>= 50) | " + " | ".join(f"{results[n]['pairs_per_s']:.1f}" for n in names) + " |")
 
 
 if __name__ == "__main__":

@@ -234,3 +234,187 @@ def realistic_pairs(size: int = 224, per_cell: int = 4, seed: int = 0) -> list[P
         for photo in range(len(srcs)):
             pairs.append(photo_pair(photo, "none", distractor, size, seed, srcs))
     return pairs
+
+
+# --------------------------------------------------------------------------------------------
+# The wide set: every photograph, non-square sizes, thin and tiny shapes (mask_quality.py)
+# --------------------------------------------------------------------------------------------
+
+SKIMAGE_PHOTOS = ("astronaut.png", "brick.png", "camera.png", "cell.png", "chelsea.png", "clock_motion.png", "coffee.png",
+                  "coins.png", "grass.png", "gravel.png", "hubble_deep_field.jpg", "ihc.png", "moon.png",
+                  "motorcycle_left.png", "page.png", "retina.jpg", "rocket.jpg", "text.png")
+MATPLOTLIB_PHOTOS = ("grace_hopper.jpg", "Minduka_Present_Blue_Pack.png")
+WIDE_CHANGES = ("add", "drop", "move", "colour", "textured_recolour", "low_contrast")
+SHAPES = ("blob", "legs", "pole", "text")
+#: size classes by the share of the image the change covers (its ground truth)
+SIZE_CLASSES = (("< 1%", 0.0, 0.01), ("1-4%", 0.01, 0.04), ("4-12%", 0.04, 0.12), ("> 12%", 0.12, 1.01))
+#: requested shares, one per class (the truth decides the class a pair is reported under)
+SHARE_RANGES = ((0.002, 0.009), (0.012, 0.035), (0.045, 0.11), (0.13, 0.28))
+IMAGE_SIZES = ((224, 224), (448, 448), (480, 320), (320, 480))
+
+
+def all_photographs() -> list[tuple[str, np.ndarray]]:
+    """Every real photograph the installed packages ship (name, RGB array): scikit-image's
+    data folder (photographs only: no drawings, logos or synthetic test patterns; grey ones as
+    RGB), scikit-learn's two sample images and matplotlib's two sample photographs."""
+    import os
+
+    import matplotlib
+    import skimage
+    from sklearn.datasets import load_sample_images
+
+    out = []
+    folder = os.path.join(os.path.dirname(skimage.__file__), "data")
+    for name in SKIMAGE_PHOTOS:
+        out.append((name, np.asarray(Image.open(os.path.join(folder, name)).convert("RGB"))))
+    for name, image in zip(("china.jpg", "flower.jpg"), load_sample_images().images):
+        out.append((name, np.asarray(image)))
+    folder = os.path.join(os.path.dirname(matplotlib.__file__), "mpl-data", "sample_data")
+    for name in MATPLOTLIB_PHOTOS:
+        out.append((name, np.asarray(Image.open(os.path.join(folder, name)).convert("RGB"))))
+    return out
+
+
+def _pole(h: int, w: int, rng: np.random.Generator, width: float) -> np.ndarray:
+    """A straight thin bar (a pole, a cable, a table leg) across an h x w box, vertical,
+    horizontal or diagonal, ``width`` pixels thick."""
+    yy, xx = np.mgrid[0:h, 0:w] + 0.5
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        return np.abs(xx - w / 2) < width / 2
+    if kind == 1:
+        return np.abs(yy - h / 2) < width / 2
+    # the box's diagonal: distance to the line through (0, 0) and (w, h)
+    return np.abs(yy * w - xx * h) / np.hypot(w, h) < width / 2
+
+
+def _text(h: int, w: int, rng: np.random.Generator) -> np.ndarray:
+    """Printed letters filling an h x w box (strokes a few pixels wide, with gaps)."""
+    from PIL import ImageDraw, ImageFont
+
+    word = "".join(rng.choice(list("ABCDEFHKMNRSTUWXYZ0123456789"), size=int(rng.integers(3, 6))))
+    font = ImageFont.load_default(size=max(8, int(h * 0.9)))
+    left, top, right, bottom = font.getbbox(word)
+    canvas = Image.new("L", (right - left + 2, bottom - top + 2), 0)
+    ImageDraw.Draw(canvas).text((1 - left, 1 - top), word, fill=255, font=font)
+    return np.asarray(canvas.resize((w, h), Image.LANCZOS)) > 127
+
+
+@dataclass
+class WidePair(PhotoPair):
+    shape: str = "blob"
+    size_class: str = ""
+    image_size: tuple[int, int] = (224, 224)
+
+
+def shaped_pair(photo: tuple[str, np.ndarray], donor: np.ndarray, change: str, shape_kind: str, share: float,
+                distractor: str, out_size: tuple[int, int], rng: np.random.Generator) -> WidePair:
+    """One pair at ``out_size`` (w, h): ``change`` made on a ``shape_kind`` region covering
+    about ``share`` of the image, at the photo's own resolution; both images rendered from crops
+    of it (a camera shift is the after crop moved), then ``distractor`` on the after image.
+    ``textured_recolour`` recolours the photo's own texture in place, under a brightness change."""
+    src = photo[1]
+    H, W = src.shape[:2]
+    ow, oh = out_size
+    k = min(H / (oh + 8), W / (ow + 8))  # source pixels per output pixel; 4 output px of margin for shifts
+    Lw, Lh = ow * k, oh * k
+    x0, y0 = (W - Lw) / 2, (H - Lh) / 2
+    before_src, after_src = src.copy(), src.copy()
+    area = share * Lw * Lh
+    thin = max(2.0, 2.5 * k)  # 2.5 output pixels, at least 2 source pixels
+    if shape_kind == "blob":
+        side = np.sqrt(area)
+        h, w = max(3, int(side)), max(3, int(side * rng.uniform(0.8, 1.25)))
+        shape = _blob(h, w, rng)
+    elif shape_kind == "legs":
+        side = np.sqrt(area * 2)  # body and legs cover about half their box
+        h, w = max(8, int(side)), max(8, int(side * rng.uniform(0.8, 1.25)))
+        shape = _legs(h, w, rng, max(2, int(thin)))
+    elif shape_kind == "pole":
+        length = min(area / thin, 0.9 * min(Lw, Lh))
+        h, w = int(length), int(length * rng.uniform(0.3, 1.0))
+        shape = _pole(max(4, h), max(4, w), rng, thin) if rng.random() < 0.5 else _pole(max(4, h), max(4, int(thin) + 2), rng, thin)
+    elif shape_kind == "text":
+        side = np.sqrt(area * 3)  # letters cover about a third of their box
+        h = max(8, int(side / 2))
+        w = max(12, int(min(side * 2, 0.9 * Lw)))
+        shape = _text(h, w, rng)
+    else:
+        raise ValueError(shape_kind)
+    h, w = shape.shape
+    h, w = min(h, int(Lh) - 2), min(w, int(Lw) - 2)
+    shape = shape[:h, :w]
+    y = int(y0 + rng.integers(0, max(1, int(Lh - h))))
+    x = int(x0 + rng.integers(0, max(1, int(Lw - w))))
+
+    def donor_patch():
+        if donor.shape[0] < h or donor.shape[1] < w:  # a donor smaller than the shape: stretched
+            return np.asarray(Image.fromarray(donor).resize((w, h), Image.BICUBIC))
+        dy, dx = int(rng.integers(0, donor.shape[0] - h + 1)), int(rng.integers(0, donor.shape[1] - w + 1))
+        return donor[dy:dy + h, dx:dx + w]
+
+    region = src[y:y + h, x:x + w].astype(np.float32)
+    if change == "add":
+        _place(after_src, donor_patch(), shape, y, x)
+    elif change == "drop":
+        _place(before_src, donor_patch(), shape, y, x)
+    elif change == "move":
+        patch = donor_patch()
+        _place(before_src, patch, shape, y, x)
+        y2 = int(np.clip(y + rng.choice([-1, 1]) * max(h * 0.8, 4 * k), y0, y0 + Lh - h - 1))
+        x2 = int(np.clip(x + rng.choice([-1, 0, 1]) * w * 0.5, x0, x0 + Lw - w - 1))
+        _place(after_src, patch, shape, y2, x2)
+    elif change == "colour":
+        target = 255 - region[shape].mean(axis=0)
+        _place(after_src, np.clip(0.4 * region + 0.6 * target, 0, 255).astype(np.uint8), shape, y, x)
+    elif change == "textured_recolour":  # the texture kept, its colour rotated (RGB -> GBR)
+        _place(after_src, np.clip(region[..., [1, 2, 0]], 0, 255).astype(np.uint8), shape, y, x)
+        distractor = "brightness"
+    elif change == "low_contrast":
+        step = float(rng.uniform(20, 28)) * (1 if region.mean() < 128 else -1)
+        _place(after_src, np.clip(region + step, 0, 255).astype(np.uint8), shape, y, x)
+    elif change != "none":
+        raise ValueError(change)
+
+    sy, sx = _camera_shift(distractor, rng)
+    before_box = (x0, y0, x0 + Lw, y0 + Lh)
+    after_box = (x0 + sx * k, y0 + sy * k, x0 + Lw + sx * k, y0 + Lh + sy * k)
+
+    def render(s, box):
+        return Image.fromarray(s).resize((ow, oh), Image.LANCZOS, box=box)
+
+    before = render(before_src, before_box)
+    clean_after = render(after_src, after_box)
+    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(render(before_src, after_box), dtype=np.int16)).max(axis=2) > 10
+    share_true = float(truth.mean())
+    size_class = next(name for name, lo, hi in SIZE_CLASSES if lo <= share_true < hi)
+    return WidePair(before, _distort(clean_after, distractor, rng), truth, change, distractor, 0, (-sy, -sx),
+                    shape=shape_kind, size_class=size_class, image_size=out_size)
+
+
+def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> list[WidePair]:
+    """Every change kind x shape x size class x image size, ``photos_per_cell`` photographs
+    each (round robin over all of them, each with a seeded distractor), plus every distractor
+    alone on every photograph at every image size: the pairs of ``benchmarks/mask_quality.py``.
+    A change whose rendered truth vanished (a share too small for the photo) is left out."""
+    photos = all_photographs()
+    pairs: list[WidePair] = []
+    cell = 0
+    for out_size in sizes:
+        for change in WIDE_CHANGES:
+            for shape in SHAPES:
+                for lo, hi in SHARE_RANGES:
+                    for j in range(photos_per_cell):
+                        rng = np.random.default_rng([seed, cell, j])
+                        photo = photos[(cell * photos_per_cell + j) % len(photos)]
+                        donor = photos[(cell * photos_per_cell + j + 1 + int(rng.integers(0, len(photos) - 1))) % len(photos)][1]
+                        distractor = DISTRACTORS[int(rng.integers(0, len(DISTRACTORS)))]
+                        pair = shaped_pair(photo, donor, change, shape, float(rng.uniform(lo, hi)), distractor, out_size, rng)
+                        if pair.truth.any():
+                            pairs.append(pair)
+                    cell += 1
+        for p, photo in enumerate(photos):
+            for distractor in DISTRACTORS[1:]:
+                rng = np.random.default_rng([seed, 10_000 + p, DISTRACTORS.index(distractor), out_size[0], out_size[1]])
+                pairs.append(shaped_pair(photo, photo[1], "none", "blob", 0.01, distractor, out_size, rng))
+    return pairs
