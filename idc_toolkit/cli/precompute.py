@@ -37,7 +37,9 @@ def make_parser():
              "noise_k": "threshold = max(delta, noise_k x the pair's noise level)",
              "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
              "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
-             "min_region": "clusters under this many pixels are dropped"}
+             "min_region": "clusters under this many pixels are dropped",
+             "grow": "hysteresis steps into the partly covered edge pixels (0: none)",
+             "grow_ratio": "a grown pixel's envelope distance must exceed this x the threshold"}
     for name, text in helps.items():
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
             params = MaskParams(resize=args.resize, delta=args.delta, noise_k=args.noise_k, eps=args.eps,
                                 min_samples=args.min_samples, max_shift=args.max_shift, subpixel=args.subpixel,
-                                tau=args.tau, min_region=args.min_region, keep_unmatched=args.keep_unmatched)
+                                tau=args.tau, min_region=args.min_region, keep_unmatched=args.keep_unmatched,
+                                grow=args.grow, grow_ratio=args.grow_ratio)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities
