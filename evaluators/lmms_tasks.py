@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from idc_toolkit.errors import IDCError
+from idc_toolkit.files import output_folder
 
 #: task name -> builder (the dataset's Hub id is ``idc_toolkit/<builder>`` once pushed)
 TASKS = {"idc_spot_the_diff": "spot_the_diff", "idc_clevr_change": "clevr_change", "idc_clevr_dc": "clevr_dc",
@@ -201,11 +202,12 @@ def write_task_pack(out: Path | str, datasets: Optional[dict[str, str]] = None, 
         texts[task] = task_yaml(task, dataset, split, categories, PROMPTS[preset], max_new_tokens)
     names = tuple(f"{task}.yaml" for task in TASKS)
     fields = {"tasks": texts, "toolkit": __version__}
-    folder = RunFolder(Path(out), "lmms tasks", fields, owned=names, card_record=False, record_file="lmms_tasks.json").open(overwrite)
+    out = output_folder(out, IDCError)
+    folder = RunFolder(out, "lmms tasks", fields, owned=names, card_record=False, record_file="lmms_tasks.json").open(overwrite)
     if not folder.complete:
         def stage(final: Path) -> None:
             for task, text in texts.items():
                 (final / f"{task}.yaml").write_text(text, encoding="utf-8")
 
         folder.finalise(stage, order=names)
-    return {task: Path(out) / f"{task}.yaml" for task in TASKS}
+    return {task: out / f"{task}.yaml" for task in TASKS}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
+from idc_toolkit.files import output_folder
 
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
@@ -91,6 +92,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     from .outputs import build_meta, metrics_dict, open_evaluation_folder, write_outputs
     from .protocols import get_protocol
 
+    out = None if out is None else output_folder(out, EvaluationError)
     arguments = {"predictions": _source(predictions), "dataset": dataset, "split": split, "references": references,
                  "categories": categories, "id_column": id_column, "groups": groups, "group_by": group_by,
                  "iou_file": iou_file, "iou_column": iou_column, "out": None if out is None else str(out),
@@ -179,6 +181,7 @@ def compare_systems(a: Predictions, b: Predictions, *, dataset: Optional[str] = 
 
     from .outputs import COMPARE_FILE, open_compare_folder
 
+    out = None if out is None else output_folder(out, EvaluationError)
     proto = get_protocol("rcc")
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))

@@ -57,3 +57,32 @@ def inside(folder: Path | str, name: str) -> Path:
     if target != root and root not in target.parents:
         raise ValueError(f"{name!r} would be written outside {folder}")
     return target
+
+
+def output_folder(out: "Path | str", error: Callable[[str], Exception]) -> Path:
+    """The local folder an ``--out`` names: a path, or a ``file://`` URI (resolved through
+    ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs). Object-store URIs (``s3://``,
+    ``gs://``, ...) are refused with the reason: a run folder needs locks and atomic renames,
+    which object stores do not have. A URI that went through ``Path`` (``file:/x``, one slash
+    left) is recognised too, so it can never become a folder named ``file:`` in the working
+    directory."""
+    import re
+
+    text = str(out)
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):/", text)
+    if not match:
+        return Path(out)
+    scheme = match.group(1).lower()
+    if scheme != "file":
+        raise error(f"--out {text}: {scheme}:// is an object store, which has no locks or atomic renames for a "
+                    "resumable run folder; write to a local or shared folder, then upload the finished folder "
+                    "(e.g. hf upload, aws s3 sync, gsutil rsync)")
+    import pyarrow as pa
+    from pyarrow.fs import FileSystem
+
+    uri = text if text.startswith("file://") else "file://" + text[len("file:"):]
+    try:
+        _, path = FileSystem.from_uri(uri)
+    except pa.ArrowInvalid as exc:
+        raise error(f"--out {text}: not a valid file:// URI ({exc}); percent-encode spaces, or pass a plain path") from None
+    return Path(path)

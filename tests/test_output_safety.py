@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +171,28 @@ def test_a_dataset_edited_after_it_was_written_is_refused_in_one_line(demo_datas
     pq.write_table(table.append_column("extra", pa.array([1] * table.num_rows)), shard)
     with pytest.raises(RunError, match=r"columns that its card .* does not list \(extra\)"):
         open_split(copy, "train")
+
+
+def test_out_as_a_file_uri_lands_in_its_folder_and_object_stores_are_refused(tmp_path, monkeypatch, capsys):
+    """``--out file:///...`` (as Ray Data and datasets take outputs) is its local folder, even after
+    a ``Path`` collapsed its slashes; an object-store URI is refused in one line naming why,
+    never written as a folder called ``s3:`` under the working directory."""
+    from idc_toolkit.cli.eval import main as eval_main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "refs.json").write_text(json.dumps({"annotations": [{"image_id": "a", "caption": "a red cube moved"}]}))
+    (tmp_path / "preds.json").write_text(json.dumps({"a": "the red cube moved"}))
+    args = ["--predictions", "preds.json", "--references", "refs.json", "--metrics", "BLEU"]
+    target = tmp_path / "with space" / "eval"
+    assert eval_main([*args, "--out", target.as_uri()]) == 0
+    assert (target / "metrics.json").is_file() and not (tmp_path / "file:").exists()
+    capsys.readouterr()
+    folder = RunFolder(Path(target.as_uri()), "evaluation", {}, card_record=False)  # file:/... after Path()
+    assert folder.out == target
+    for uri in ("s3://bucket/eval", "gs://bucket/eval"):
+        assert eval_main([*args, "--out", uri]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "object store, which has no locks or atomic renames" in err, err
+        assert not any(p.name.endswith(":") for p in tmp_path.iterdir())
+    with pytest.raises(RunError, match="not a valid file:// URI"):
+        RunFolder("file:///tmp/a b", "evaluation", {}, card_record=False)

@@ -31,6 +31,7 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..errors import BadImageError, BuildError
+from ..files import output_folder
 from ..runs import RunFolder, assemble, listing_fingerprint, run_job
 from ..runs.engine import PartOutput
 from ..runs.parquet import DEFAULT_MAX_SHARD_BYTES
@@ -196,7 +197,7 @@ def build_dataset(
 
     ``max_shard_rows`` caps the records per output shard (each part becomes one shard).
     """
-    out_dir = Path(out_dir)
+    out_dir = output_folder(out_dir, BuildError)
     builder.check_raw()
     if max_shard_rows is not None:
         rows_per_part, max_shard_bytes = max_shard_rows, 0

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
+from ..files import output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
@@ -76,6 +77,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
 
     from .adapters import resolve_adapter
 
+    out_dir = output_folder(out_dir, IDCError)
     options = {**runner_cls.option_defaults(), **(options or {})}
     adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
+from ..files import output_folder
 from .fingerprint import canonical, differences, digest
 from .locks import FolderLock
 from .ranks import barrier, dist_info, init_distributed
@@ -112,7 +113,7 @@ class RunFolder:
     def __init__(self, out: Path | str, kind: str, fields: Mapping[str, Any], *, owned: Iterable[str] = ("data", "README.md"),
                  card_record: bool = True, tolerated: Iterable[str] = (), record_file: str = RUN_FILE,
                  legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None):
-        self.out = Path(out)
+        self.out = output_folder(out, RunError)  # a file:// URI is its local folder; object stores are refused
         self.kind = kind
         self.fields = canonical({"kind": kind, **fields})
         self.fingerprint = digest(self.fields)

@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
+from ..files import output_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter
@@ -193,7 +194,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     from ..runs.ranks import barrier, dist_info
 
     recipe_cls = get_recipe_class(model)
-    out = Path(out)
+    out = output_folder(out, IDCError)
     facts = dataset_facts(dataset)
     settings = resolve_settings(recipe_cls, facts, variant=variant, base_model=base_model, revision=revision,
                                 epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, lr=lr, lora_rank=lora_rank,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import IDCError
+from ..files import output_folder
 from .sources import read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)
@@ -58,7 +59,7 @@ def write_figure(out: Path | str, *, pairs: Sequence[str], dataset: str, split: 
         raise IDCError(f"--pairs: {', '.join(map(repr, missing[:5]))} not in split {split!r} of {dataset}")
     fields = {"pairs": list(pairs), "dataset": fingerprint, "split": split, "evaluations": [[e.name, e.content_hash] for e in runs],
               "width": width, "dpi": dpi, "mask": mask, "wrap": wrap, "toolkit": __version__}
-    out_dir = Path(out)
+    out_dir = output_folder(out, IDCError)
     folder = RunFolder(out_dir, "figure", fields, owned=OWNED, card_record=False, record_file="figure.json").open(overwrite)
     result = FigureResult(out_dir / "figure.pdf", out_dir / "figure.png", out_dir / "figure.tex", tuple(pairs))
     if folder.complete:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
+from ..files import output_folder
 from .sources import Evaluation, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
@@ -66,7 +67,7 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
     fields = {"dataset": {s: fp for s, (_rows, _features, fp) in sources.items()}, "splits": chosen,
               "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": image_size, "limit": limit,
               "title": title, "toolkit": __version__, "page": _static_hash()}
-    out_dir = Path(out)
+    out_dir = output_folder(out, IDCError)
     folder = RunFolder(out_dir, "view", fields, owned=OWNED, card_record=False, record_file="view.json").open(overwrite)
     systems = tuple(ev.name for ev in runs)
     if folder.complete:
