@@ -12,10 +12,12 @@ Engines write the same parts (:mod:`.rows`), so their folders are byte-identical
 * ``local``: this process; under ``torchrun`` / ``accelerate launch`` (``WORLD_SIZE`` > 1)
   every rank takes a contiguous block of the job's parts, ``torch.distributed`` is
   initialised (gloo: the ranks only need barriers) and a real barrier ends the job.
-* ``ray``: the job's missing parts become a ``ray.data`` dataset mapped by a pool of actors
-  (``map_batches`` with ``concurrency`` actors and ``num_gpus`` each); each actor builds the
-  task once and writes its parts straight into the run folder, which must be on storage all
-  nodes see. ``ray_address`` joins a cluster; none starts a local instance.
+* ``ray``: the job's missing parts become a ``ray.data`` dataset of two stages: their source
+  rows are read on the driver's node (where its local folder and Hub cache are) and travel as
+  blocks to a pool of actors (``ActorPoolStrategy``, ``num_gpus`` each), which build the task
+  once and return each part as in-memory parquet bytes; the driver writes them
+  (:func:`save_part`), so no node needs the driver's storage. ``ray_address`` joins a
+  cluster; none starts a local instance.
 """
 
 from __future__ import annotations
@@ -52,51 +54,90 @@ class RowTask(Protocol):
     def __call__(self, split: str, rows: list[Any], start: int) -> PartOutput: ...
 
 
-def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask,
-               on_batch: Optional[Callable[[int], Any]] = None) -> int:
-    """Compute and write one part (streamed batch by batch); returns its row count.
-    ``on_batch(n)`` is told after every batch, so progress moves with batches, not parts (a
-    part of slow rows, 500 pairs through a ViT-L-14 on 2 cores, takes many minutes)."""
+@dataclass
+class PartRecord:
+    """What a part's ``.json`` says besides its rows: written last, it marks the part done."""
+
+    rows: int = 0
+    arrow_bytes: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def stream_part(sink: Any, part: Part, source: RowSource, task: RowTask,
+                on_batch: Optional[Callable[[int], Any]] = None) -> PartRecord:
+    """Compute one part batch by batch into a parquet writer opened on ``sink`` (a path or an
+    Arrow output stream) at its first row; nothing is opened for a part without rows. The
+    writer options are the run's (:func:`column_options`), so a part streamed into memory on a
+    Ray actor is the same bytes as one streamed into a file here."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = task.features.arrow_schema
-    folder_parts.mkdir(parents=True, exist_ok=True)
-    final = folder_parts / f"{part.index:06d}.parquet"
-    partial = final.with_name(final.name + f".{os.getpid()}.partial")
+    record = PartRecord()
     writer = None
-    stats: dict[str, Any] = {}
-    rows = arrow_bytes = 0
     try:
         for b0 in range(part.start, part.stop, max(1, task.batch_size)):
             b1 = min(b0 + max(1, task.batch_size), part.stop)
             out = task(part.split, source.read(b0, b1), b0)
-            merge_stats(stats, out.stats)
-            if not out.rows:
-                if on_batch is not None:
-                    on_batch(b1 - b0)
-                continue
-            table = pa.Table.from_pylist(out.rows, schema=schema)
-            if writer is None:
-                writer = pq.ParquetWriter(partial, schema, **column_options(task.features, schema))
-            writer.write_table(table, row_group_size=ROWS_PER_GROUP)
-            rows += table.num_rows
-            arrow_bytes += table.nbytes
+            merge_stats(record.stats, out.stats)
+            if out.rows:
+                table = pa.Table.from_pylist(out.rows, schema=schema)
+                if writer is None:
+                    writer = pq.ParquetWriter(sink, schema, **column_options(task.features, schema))
+                writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+                record.rows += table.num_rows
+                record.arrow_bytes += table.nbytes
             if on_batch is not None:
                 on_batch(b1 - b0)
+    finally:
         if writer is not None:
             writer.close()
-            writer = None
+    return record
+
+
+def finish_part(folder_parts: Path, part: Part, record: PartRecord) -> None:
+    """Mark a part done: its ``.json`` (rows, Arrow bytes, statistics), written atomically
+    after the parquet file is in place."""
+    final = f"{part.index:06d}.parquet"
+    write_json_atomic(folder_parts / f"{part.index:06d}.json",
+                      {"start": part.start, "stop": part.stop, "rows": record.rows, "arrow_bytes": record.arrow_bytes,
+                       "file": final if record.rows else None, "stats": record.stats})
+
+
+def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask,
+               on_batch: Optional[Callable[[int], Any]] = None) -> int:
+    """Compute and write one part (streamed batch by batch into a ``.partial`` file renamed
+    when complete); returns its row count. ``on_batch(n)`` is told after every batch, so
+    progress moves with batches, not parts (a part of slow rows, 500 pairs through a ViT-L-14
+    on 2 cores, takes many minutes)."""
+    folder_parts.mkdir(parents=True, exist_ok=True)
+    final = folder_parts / f"{part.index:06d}.parquet"
+    partial = final.with_name(final.name + f".{os.getpid()}.partial")
+    try:
+        record = stream_part(str(partial), part, source, task, on_batch)
+        if record.rows:
             partial.replace(final)
     except BaseException:
-        if writer is not None:
-            writer.close()
         partial.unlink(missing_ok=True)
         raise
-    write_json_atomic(folder_parts / f"{part.index:06d}.json",
-                      {"start": part.start, "stop": part.stop, "rows": rows, "arrow_bytes": arrow_bytes,
-                       "file": final.name if rows else None, "stats": stats})
+    finish_part(folder_parts, part, record)
     return part.stop - part.start
+
+
+def save_part(folder_parts: Path, part: Part, parquet: bytes, record: PartRecord) -> None:
+    """A part computed elsewhere (a Ray actor) written here, the same way: parquet bytes to a
+    ``.partial`` file renamed into place, then the part's ``.json``."""
+    folder_parts.mkdir(parents=True, exist_ok=True)
+    if record.rows:
+        final = folder_parts / f"{part.index:06d}.parquet"
+        partial = final.with_name(final.name + f".{os.getpid()}.partial")
+        try:
+            partial.write_bytes(parquet)
+            partial.replace(final)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+    finish_part(folder_parts, part, record)
 
 
 @dataclass
@@ -165,21 +206,55 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
     return JobOutcome(len(every), len(mine), written, complete, is_main=rank == 0)
 
 
-class _RayPartWriter:
-    """A Ray actor: builds the task once, then writes the parts it is given."""
+class _PartRows:
+    """The rows of one part, handed over in a Ray Data block, readable by their run indices."""
 
-    def __init__(self, parts_root: str, sources: dict[str, RowSource], task: RowTask, device: str):
-        self.parts_root, self.sources, self.task = Path(parts_root), sources, task
+    def __init__(self, rows: list[Any], start: int):
+        self.rows, self.start = rows, start
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def read(self, start: int, stop: int) -> list[Any]:
+        return self.rows[start - self.start : stop - self.start]
+
+
+def _read_part_rows(batch: dict[str, Any], sources: dict[str, RowSource]) -> dict[str, Any]:
+    """Ray Data stage 1, pinned to the driver's node: each part's source rows, read where the
+    driver reads them (a local folder, the driver's Hub cache), into the block."""
+    import numpy as np
+
+    rows = [sources[str(split)].read(int(start), int(stop)) for split, start, stop in
+            zip(batch["split"], batch["start"], batch["stop"])]
+    out = dict(batch)
+    out["rows"] = np.array(rows + [None], dtype=object)[:-1]  # one list of rows per part, never broadcast
+    return out
+
+
+class _RayPartWriter:
+    """Ray Data stage 2, an actor: builds the task once, computes each part it is given from the
+    rows in its block, and returns the part's parquet bytes and record (the driver writes them)."""
+
+    def __init__(self, task: RowTask, device: str):
+        self.task = task
         task.setup(device)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        import numpy as np
+        import json
 
-        done = []
-        for split, index, start, stop in zip(batch["split"], batch["index"], batch["start"], batch["stop"]):
+        import numpy as np
+        import pyarrow as pa
+
+        out: dict[str, list[Any]] = {"split": [], "index": [], "start": [], "stop": [], "parquet": [], "record": []}
+        for split, index, start, stop, rows in zip(batch["split"], batch["index"], batch["start"], batch["stop"], batch["rows"]):
             part = Part(str(split), int(index), int(start), int(stop))
-            done.append(write_part(self.parts_root / part.split, part, self.sources[part.split], self.task))
-        return {"rows": np.asarray(done)}
+            sink = pa.BufferOutputStream()
+            record = stream_part(sink, part, _PartRows(list(rows), part.start), self.task)
+            for key, value in (("split", part.split), ("index", part.index), ("start", part.start), ("stop", part.stop)):
+                out[key].append(value)
+            out["parquet"].append(sink.getvalue().to_pybytes() if record.rows else b"")
+            out["record"].append(json.dumps({"rows": record.rows, "arrow_bytes": record.arrow_bytes, "stats": record.stats}))
+        return {k: np.array(v + [None], dtype=object)[:-1] for k, v in out.items()}
 
 
 def ray_placement(device: str, gpus_per_actor: float, actors: Optional[int], parts: int,
@@ -211,15 +286,23 @@ def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, to
         raise RunError("--engine ray needs Ray: pip install 'idc-toolkit[distributed]'") from None
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    import json
+
     ray.data.DataContext.get_current().enable_progress_bars = False  # our bar reports the rows written
+
     items = [{"split": p.split, "index": p.index, "start": p.start, "stop": p.stop} for p in todo]
     device, gpus_per_actor, n_actors = ray_placement(device, gpus_per_actor, actors, len(todo), ray.cluster_resources())
-    ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-        _RayPartWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n_actors), num_gpus=gpus_per_actor or None,
-        num_cpus=1, fn_constructor_kwargs={"parts_root": str(folder.state_dir / "parts"), "sources": sources, "task": task,
-                                           "device": device})
+    here = ray.get_runtime_context().get_node_id()  # the driver's node: its local files and Hub cache
+    ds = (ray.data.from_items(items, override_num_blocks=len(items))
+          .map_batches(_read_part_rows, batch_size=1, fn_kwargs={"sources": sources}, num_cpus=0,
+                       label_selector={"ray.io/node-id": here})
+          .map_batches(_RayPartWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=n_actors),
+                       num_gpus=gpus_per_actor or None, num_cpus=1, fn_constructor_kwargs={"task": task, "device": device}))
     bar = tqdm(total=sum(p.stop - p.start for p in todo), unit="row", disable=not progress, desc=f"{desc} (ray)")
     for row in ds.iter_rows():
-        bar.update(int(row["rows"]))
+        part = Part(str(row["split"]), int(row["index"]), int(row["start"]), int(row["stop"]))
+        meta = json.loads(row["record"])
+        save_part(folder.parts_dir(part.split), part, row["parquet"], PartRecord(meta["rows"], meta["arrow_bytes"], meta["stats"]))
+        bar.update(part.stop - part.start)
     bar.close()
     return len(todo)
