@@ -117,10 +117,6 @@ def _place(canvas: np.ndarray, patch: np.ndarray, shape: np.ndarray, y: int, x: 
     region[shape] = patch[shape]
 
 
-def _render(src: np.ndarray, box: tuple[float, float, float, float], size: int) -> Image.Image:
-    return Image.fromarray(src).resize((size, size), Image.LANCZOS, box=box)
-
-
 def _distort(after: Image.Image, kind: str, rng: np.random.Generator) -> Image.Image:
     """Photometric distractors on the after image (camera shifts are made by the crop box)."""
     a = np.asarray(after, dtype=np.float32)
@@ -149,6 +145,27 @@ def _camera_shift(kind: str, rng: np.random.Generator) -> tuple[float, float]:
     if kind in ("subpixel", "combined"):
         return float(rng.choice([-0.5, 0.5, 0.3])), float(rng.choice([-0.5, 0.5, -0.3]))
     return 0.0, 0.0
+
+
+def _photographed(before_src: np.ndarray, after_src: np.ndarray, crop: tuple[float, float, float, float], k: float,
+                  out_size: tuple[int, int], distractor: str, rng: np.random.Generator):
+    """Both images rendered from crops of the edited sources at ``out_size`` (the after crop
+    moved by the distractor's camera shift), the ground truth (every after pixel the edit
+    changed by more than 10 levels, same camera) and the distractor on the after image.
+    Returns (before, after, truth, content shift (dy, dx))."""
+    x0, y0, w, h = crop
+    sy, sx = _camera_shift(distractor, rng)
+    after_box = (x0 + sx * k, y0 + sy * k, x0 + w + sx * k, y0 + h + sy * k)
+
+    def render(src, box):
+        return Image.fromarray(src).resize(out_size, Image.LANCZOS, box=box)
+
+    before = render(before_src, (x0, y0, x0 + w, y0 + h))
+    clean_after = render(after_src, after_box)
+    unchanged_after = render(before_src, after_box)  # the same camera, no edit
+    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(unchanged_after, dtype=np.int16)).max(axis=2) > 10
+    # the after crop moved by (sy, sx) output pixels, so its content moved by (-sy, -sx)
+    return before, _distort(clean_after, distractor, rng), truth, (-sy, -sx)
 
 
 def photo_pair(photo: int, change: str, distractor: str, size: int = 224, seed: int = 0,
@@ -209,15 +226,8 @@ def photo_pair(photo: int, change: str, distractor: str, size: int = 224, seed: 
     elif change != "none":
         raise ValueError(change)
 
-    sy, sx = _camera_shift(distractor, rng)
-    before_box = (x0, y0, x0 + L, y0 + L)
-    after_box = (x0 + sx * k, y0 + sy * k, x0 + L + sx * k, y0 + L + sy * k)
-    before = _render(before_src, before_box, size)
-    clean_after = _render(after_src, after_box, size)
-    unchanged_after = _render(before_src, after_box, size)  # the same camera, no edit
-    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(unchanged_after, dtype=np.int16)).max(axis=2) > 10
-    # the after crop moved by (sy, sx) output pixels, so its content moved by (-sy, -sx)
-    return PhotoPair(before, _distort(clean_after, distractor, rng), truth, change, distractor, photo, (-sy, -sx))
+    before, after, truth, shift = _photographed(before_src, after_src, (x0, y0, L, L), k, (size, size), distractor, rng)
+    return PhotoPair(before, after, truth, change, distractor, photo, shift)
 
 
 def realistic_pairs(size: int = 224, per_cell: int = 4, seed: int = 0) -> list[PhotoPair]:
@@ -376,20 +386,11 @@ def shaped_pair(photo: tuple[str, np.ndarray], donor: np.ndarray, change: str, s
     elif change != "none":
         raise ValueError(change)
 
-    sy, sx = _camera_shift(distractor, rng)
-    before_box = (x0, y0, x0 + Lw, y0 + Lh)
-    after_box = (x0 + sx * k, y0 + sy * k, x0 + Lw + sx * k, y0 + Lh + sy * k)
-
-    def render(s, box):
-        return Image.fromarray(s).resize((ow, oh), Image.LANCZOS, box=box)
-
-    before = render(before_src, before_box)
-    clean_after = render(after_src, after_box)
-    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(render(before_src, after_box), dtype=np.int16)).max(axis=2) > 10
+    before, after, truth, shift = _photographed(before_src, after_src, (x0, y0, Lw, Lh), k, out_size, distractor, rng)
     share_true = float(truth.mean())
     size_class = next(name for name, lo, hi in SIZE_CLASSES if lo <= share_true < hi)
-    return WidePair(before, _distort(clean_after, distractor, rng), truth, change, distractor, 0, (-sy, -sx),
-                    shape=shape_kind, size_class=size_class, image_size=out_size)
+    return WidePair(before, after, truth, change, distractor, 0, shift, shape=shape_kind, size_class=size_class,
+                    image_size=out_size)
 
 
 def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> list[WidePair]:
