@@ -1,5 +1,7 @@
-"""Reading the text files users hand the toolkit (annotations, predictions, references,
-category maps) with one-line errors that name the file and what is wrong with it."""
+"""The files and folders users hand the toolkit: text files (annotations, predictions,
+references, category maps) read with one-line errors that name the file and what is wrong
+with it, file names made from ids that stay inside their folder, and the local folder an
+``--out`` names."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def inside(folder: Path | str, name: str) -> Path:
     return target
 
 
-def output_folder(out: "Path | str", error: Callable[[str], Exception]) -> Path:
+def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
     """The local folder an ``--out`` names: a path, or a ``file://`` URI (resolved through
     ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs). Object-store URIs (``s3://``,
     ``gs://``, ...) are refused with the reason: a run folder needs locks and atomic renames,

@@ -23,6 +23,10 @@ def test_spot_the_diff_real_annotations(shared, tmp_path):
     ds = load_dataset(str(tmp_path / "out"))
     assert {k: len(v) for k, v in ds.items()} == {"train": 8566, "validation": 1493, "test": 1270}
     assert ds["test"].features["before"] == Image() and ds["test"].features["captions"] == List(Value("string"))
+    from idc_toolkit.cards import read_card_data
+
+    for split in read_card_data(tmp_path / "out")["dataset_info"]["splits"]:  # over 1,000 rows: the estimate scales
+        assert split["num_bytes"] == ds[split["name"]]._estimate_nbytes(), split
     # merged per img_id in file order: the authors' own reference file has the same sentences per id
     gt = json.loads((shared / "real_annotations/spot_the_diff/ddla_rerun_gtfile.json").read_text())
     refs: dict[str, list[str]] = {}

@@ -113,15 +113,18 @@ def _head(files: list[_PartFile], features, limit: int) -> pa.Table:
     from datasets.features.features import require_decoding
 
     media = Features({k: v for k, v in features.items() if require_decoding(v, ignore_decode_attribute=True)})
-    tables, rows = [], 0
+    batches, rows = [], 0
     for f in files:
         if rows >= limit or not media:
             break
-        tables.append(pq.read_table(f.path, columns=list(media)).slice(0, limit - rows))
-        rows += tables[-1].num_rows
-    if not tables:
+        for batch in pq.ParquetFile(f.path).iter_batches(batch_size=ROWS_PER_GROUP, columns=list(media)):
+            batches.append(batch.slice(0, limit - rows))  # only the rows the estimate looks at are read
+            rows += batches[-1].num_rows
+            if rows >= limit:
+                break
+    if not batches:
         return pa.table({})
-    return pa.concat_tables(tables).cast(media.arrow_schema)
+    return pa.Table.from_batches(batches).cast(media.arrow_schema)
 
 
 def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
