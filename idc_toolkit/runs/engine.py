@@ -34,7 +34,7 @@ from ..errors import RunError
 from .folder import RunFolder, write_json_atomic
 from .parquet import ROWS_PER_GROUP, column_options, merge_stats
 from .ranks import barrier, dist_info, init_distributed
-from .rows import Part, RowSource, contiguous_block, part_grid
+from .rows import ListRows, Part, RowSource, contiguous_block, part_grid
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +95,19 @@ def stream_part(sink: Any, part: Part, source: RowSource, task: RowTask,
     return record
 
 
+def _part_files(folder_parts: Path, part: Part) -> tuple[Path, Path]:
+    """A part's parquet file, and the ``.partial`` name this process writes it under first."""
+    final = folder_parts / f"{part.index:06d}.parquet"
+    return final, final.with_name(final.name + f".{os.getpid()}.partial")
+
+
 def finish_part(folder_parts: Path, part: Part, record: PartRecord) -> None:
     """Mark a part done: its ``.json`` (rows, Arrow bytes, statistics), written atomically
     after the parquet file is in place."""
-    final = f"{part.index:06d}.parquet"
-    write_json_atomic(folder_parts / f"{part.index:06d}.json",
+    final, _ = _part_files(folder_parts, part)
+    write_json_atomic(final.with_suffix(".json"),
                       {"start": part.start, "stop": part.stop, "rows": record.rows, "arrow_bytes": record.arrow_bytes,
-                       "file": final if record.rows else None, "stats": record.stats})
+                       "file": final.name if record.rows else None, "stats": record.stats})
 
 
 def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask,
@@ -111,8 +117,7 @@ def write_part(folder_parts: Path, part: Part, source: RowSource, task: RowTask,
     progress moves with batches, not parts (a part of slow rows, 500 pairs through a ViT-L-14
     on 2 cores, takes many minutes)."""
     folder_parts.mkdir(parents=True, exist_ok=True)
-    final = folder_parts / f"{part.index:06d}.parquet"
-    partial = final.with_name(final.name + f".{os.getpid()}.partial")
+    final, partial = _part_files(folder_parts, part)
     try:
         record = stream_part(str(partial), part, source, task, on_batch)
         if record.rows:
@@ -129,8 +134,7 @@ def save_part(folder_parts: Path, part: Part, parquet: bytes, record: PartRecord
     ``.partial`` file renamed into place, then the part's ``.json``."""
     folder_parts.mkdir(parents=True, exist_ok=True)
     if record.rows:
-        final = folder_parts / f"{part.index:06d}.parquet"
-        partial = final.with_name(final.name + f".{os.getpid()}.partial")
+        final, partial = _part_files(folder_parts, part)
         try:
             partial.write_bytes(parquet)
             partial.replace(final)
@@ -206,19 +210,6 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
     return JobOutcome(len(every), len(mine), written, complete, is_main=rank == 0)
 
 
-class _PartRows:
-    """The rows of one part, handed over in a Ray Data block, readable by their run indices."""
-
-    def __init__(self, rows: list[Any], start: int):
-        self.rows, self.start = rows, start
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def read(self, start: int, stop: int) -> list[Any]:
-        return self.rows[start - self.start : stop - self.start]
-
-
 def _read_part_rows(batch: dict[str, Any], sources: dict[str, RowSource]) -> dict[str, Any]:
     """Ray Data stage 1, pinned to the driver's node: each part's source rows, read where the
     driver reads them (a local folder, the driver's Hub cache), into the block."""
@@ -249,7 +240,7 @@ class _RayPartWriter:
         for split, index, start, stop, rows in zip(batch["split"], batch["index"], batch["start"], batch["stop"], batch["rows"]):
             part = Part(str(split), int(index), int(start), int(stop))
             sink = pa.BufferOutputStream()
-            record = stream_part(sink, part, _PartRows(list(rows), part.start), self.task)
+            record = stream_part(sink, part, ListRows(list(rows), part.start), self.task)
             for key, value in (("split", part.split), ("index", part.index), ("start", part.start), ("stop", part.stop)):
                 out[key].append(value)
             out["parquet"].append(sink.getvalue().to_pybytes() if record.rows else b"")

@@ -60,16 +60,18 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 class ListRows:
-    """Rows already in memory (a builder's records: paths and captions, no pixels)."""
+    """Rows already in memory (a builder's records: paths and captions, no pixels; one part's
+    rows handed to a Ray actor). ``first`` is the run index of ``rows[0]``, so a part's rows
+    are read by the same indices as the whole split's."""
 
-    def __init__(self, rows: Sequence[Any]):
-        self.rows = rows
+    def __init__(self, rows: Sequence[Any], first: int = 0):
+        self.rows, self.first = rows, first
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def read(self, start: int, stop: int) -> list[Any]:
-        return list(self.rows[start:stop])
+        return list(self.rows[start - self.first : stop - self.first])
 
 
 class ParquetRows:
