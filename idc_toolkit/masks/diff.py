@@ -177,19 +177,27 @@ def _box3(x: np.ndarray) -> np.ndarray:
     return (r[:-2] + r[1:-1] + r[2:]) * np.float32(1 / 9)
 
 
-def luma_chroma(rgb: np.ndarray, smooth: bool = True) -> list[np.ndarray]:
-    """Y, Cb, Cr planes (JPEG's, in levels) with both chroma planes averaged over 3x3.
-    Cameras and JPEG store chroma at half resolution, so per-pixel colour at edges is not
+@dataclass
+class Planes:
+    """An image's Y, Cb, Cr planes (JPEG's, in levels), as they are (``raw``) and with both
+    chroma planes averaged over 3x3 (``smooth``; luma is the same array in both)."""
+
+    raw: list[np.ndarray]
+    smooth: list[np.ndarray]
+
+
+def luma_chroma(rgb: np.ndarray) -> Planes:
+    """Cameras and JPEG store chroma at half resolution, so per-pixel colour at edges is not
     trustworthy: compared in RGB, a JPEG re-save alone masked up to 3% of a photo; with
-    smoothed chroma, 0.1% (benchmarks/mask_quality.py)."""
+    smoothed chroma, 0.1% (benchmarks/mask_quality.py). Computed once per image, both forms."""
     r, g, b = (rgb[..., c].astype(np.float32) for c in range(3))
     y = np.float32(0.299) * r + np.float32(0.587) * g + np.float32(0.114) * b
-    if not smooth:
-        return [y, (b - y) * np.float32(0.5643), (r - y) * np.float32(0.7133)]
-    return [y, _box3(b - y) * np.float32(0.5643), _box3(r - y) * np.float32(0.7133)]
+    cb, cr = b - y, r - y
+    return Planes(raw=[y, cb * np.float32(0.5643), cr * np.float32(0.7133)],
+                  smooth=[y, _box3(cb) * np.float32(0.5643), _box3(cr) * np.float32(0.7133)])
 
 
-def envelope_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def envelope_distance(a: Planes, b: Planes) -> np.ndarray:
     """Per pixel, how far each image lies outside the 3x3 range of the other, in luma and
     smoothed chroma (max over the three planes and both directions). A difference that a
     shift under one pixel or resampling can explain stays inside the range and scores 0 (on
@@ -201,12 +209,11 @@ def envelope_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     the two): smoothing keeps JPEG's half-resolution chroma out of the mask, but alone it
     spreads a colour change one pixel beyond the object, which doubled the mask of a pole 2.5
     pixels wide (benchmarks/mask_quality.py)."""
-    out = np.zeros(a.shape[:2], dtype=np.float32)
-    raw_a, raw_b = luma_chroma(a, smooth=False), luma_chroma(b, smooth=False)
-    for plane, (pa, pb) in enumerate(zip(luma_chroma(a), luma_chroma(b))):
+    out = np.zeros(a.raw[0].shape, dtype=np.float32)
+    for plane, (pa, pb) in enumerate(zip(a.smooth, b.smooth)):
         d = _envelope(pa, pb)
         if plane:
-            np.minimum(d, _envelope(raw_a[plane], raw_b[plane]), out=d)
+            np.minimum(d, _envelope(a.raw[plane], b.raw[plane]), out=d)
         np.maximum(out, d, out=out)
     return out
 
@@ -227,11 +234,11 @@ def threshold(params: MaskParams, distance: np.ndarray) -> tuple[float, float]:
     return max(params.delta, params.noise_k * noise), noise
 
 
-def plain_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def plain_distance(a: Planes, b: Planes) -> np.ndarray:
     """Per pixel, the largest absolute difference over luma and the two (unsmoothed) chroma
     planes: what a pixel's change is, without the envelope's tolerance for misalignment."""
-    out = np.zeros(a.shape[:2], dtype=np.float32)
-    for pa, pb in zip(luma_chroma(a, smooth=False), luma_chroma(b, smooth=False)):
+    out = np.zeros(a.raw[0].shape, dtype=np.float32)
+    for pa, pb in zip(a.raw, b.raw):
         np.maximum(out, np.abs(pa - pb), out=out)
     return out
 
@@ -264,11 +271,12 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> tuple[np
     aligned, after_overlap, dst, alignment = align(b, a, params.max_shift, params.subpixel)
     h, w = a.shape[:2]
     changed = np.zeros((h, w), dtype=bool)
-    distance = envelope_distance(after_overlap, aligned)
+    planes_a, planes_b = luma_chroma(after_overlap), luma_chroma(aligned)
+    distance = envelope_distance(planes_a, planes_b)
     cut, alignment.noise = threshold(params, distance)
     seeds = distance > cut
     if params.grow and seeds.any():
-        plain = plain_distance(after_overlap, aligned)
+        plain = plain_distance(planes_a, planes_b)
         plain_cut = max(params.delta, params.noise_k * float(np.median(plain[::2, ::2])))
         allowed = (plain > plain_cut) & (distance > params.grow_ratio * cut)
         seeds = grow(seeds, allowed, params.grow)
