@@ -8,7 +8,6 @@ site-packages (pycocoevalcap's choice fails on a read-only install).
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -60,18 +59,16 @@ def ptb_tokenize(sentences: list[str], timeout: float = 600.0) -> list[str]:
     if not sentences:
         return []
     jar = pycocoevalcap_dir() / "tokenizer" / "stanford-corenlp-3.4.1.jar"
-    fd, tmp = tempfile.mkstemp(prefix="idc_ptb_", suffix=".txt")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            # a trailing sentinel line keeps a final empty caption from being lost at EOF
-            fh.write("\n".join([*(s.replace("\n", " ") for s in sentences), "eos"]).encode())
-        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase", tmp]
+    # the input file is the tempfile module's own, removed by it when the block ends
+    with tempfile.NamedTemporaryFile(prefix="idc_ptb_", suffix=".txt") as fh:
+        # a trailing sentinel line keeps a final empty caption from being lost at EOF
+        fh.write("\n".join([*(s.replace("\n", " ") for s in sentences), "eos"]).encode())
+        fh.flush()
+        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase", fh.name]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise EvaluationError(f"the PTB tokenizer did not finish within {timeout:.0f} s") from None
-    finally:
-        os.unlink(tmp)
     if proc.returncode != 0:
         raise EvaluationError(f"the PTB tokenizer failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-2000:]}")
     lines = proc.stdout.decode().split("\n")
