@@ -80,7 +80,9 @@ DISTRACTORS = ("none", "brightness", "contrast", "gamma", "jpeg", "noise", "shif
 class PhotoPair:
     """A pair rendered from a real photograph; ``truth`` is every after-image pixel the edit
     changed by more than 10 levels (the after image rendered with and without the edit, same
-    camera, before any distractor): the change mask a perfect method returns."""
+    camera and the same tone change, before sensor noise and JPEG): the change mask a perfect
+    method returns. A change that a brightness gain clipped to white is not in the after image,
+    so it is not in the truth."""
 
     before: Image.Image
     after: Image.Image
@@ -117,23 +119,34 @@ def _place(canvas: np.ndarray, patch: np.ndarray, shape: np.ndarray, y: int, x: 
     region[shape] = patch[shape]
 
 
-def _distort(after: Image.Image, kind: str, rng: np.random.Generator) -> Image.Image:
-    """Photometric distractors on the after image (camera shifts are made by the crop box)."""
-    a = np.asarray(after, dtype=np.float32)
-    if kind in ("brightness", "combined"):
-        a = a * rng.choice([rng.uniform(0.7, 0.85), rng.uniform(1.15, 1.3)])
-    if kind == "contrast":
-        a = (a - 128) * rng.choice([0.75, 1.25]) + 128
-    if kind in ("gamma", "combined"):
-        a = 255 * (np.clip(a, 0, 255) / 255) ** rng.choice([0.65, 0.75, 1.35, 1.5])
-    if kind in ("noise", "combined"):
-        a = a + rng.normal(0, 3.0, a.shape)
-    out = Image.fromarray(np.clip(np.round(a), 0, 255).astype(np.uint8))
-    if kind in ("jpeg", "combined"):
-        buf = io.BytesIO()
-        out.save(buf, "JPEG", quality=75)
-        out = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
-    return out
+def _distortion(kind: str, rng: np.random.Generator):
+    """The after image's photometric distractor (camera shifts are made by the crop box), as
+    two steps: the camera's tone change (brightness, contrast, gamma, then 8-bit clipping) and
+    the capture noise (sensor noise, JPEG). Returns ``(tone, capture)``, functions of an image;
+    the ground truth compares two renders through the same ``tone`` (a change the camera
+    clipped away is not in the after image for any method to find)."""
+    gain = float(rng.choice([rng.uniform(0.7, 0.85), rng.uniform(1.15, 1.3)])) if kind in ("brightness", "combined") else 1.0
+    contrast = float(rng.choice([0.75, 1.25])) if kind == "contrast" else 1.0
+    gamma = float(rng.choice([0.65, 0.75, 1.35, 1.5])) if kind in ("gamma", "combined") else 1.0
+
+    def tone(image: Image.Image) -> np.ndarray:
+        a = np.asarray(image, dtype=np.float32) * gain
+        a = (a - 128) * contrast + 128 if contrast != 1.0 else a
+        if gamma != 1.0:
+            a = 255 * (np.clip(a, 0, 255) / 255) ** gamma
+        return a
+
+    def capture(a: np.ndarray) -> Image.Image:
+        if kind in ("noise", "combined"):
+            a = a + rng.normal(0, 3.0, a.shape)
+        out = Image.fromarray(np.clip(np.round(a), 0, 255).astype(np.uint8))
+        if kind in ("jpeg", "combined"):
+            buf = io.BytesIO()
+            out.save(buf, "JPEG", quality=75)
+            out = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+        return out
+
+    return tone, capture
 
 
 def _camera_shift(kind: str, rng: np.random.Generator) -> tuple[float, float]:
@@ -151,7 +164,7 @@ def _photographed(before_src: np.ndarray, after_src: np.ndarray, crop: tuple[flo
                   out_size: tuple[int, int], distractor: str, rng: np.random.Generator):
     """Both images rendered from crops of the edited sources at ``out_size`` (the after crop
     moved by the distractor's camera shift), the ground truth (every after pixel the edit
-    changed by more than 10 levels, same camera) and the distractor on the after image.
+    changed by more than 10 levels, same camera and tone change) and the distractor on the after image.
     Returns (before, after, truth, content shift (dy, dx))."""
     x0, y0, w, h = crop
     sy, sx = _camera_shift(distractor, rng)
@@ -161,11 +174,16 @@ def _photographed(before_src: np.ndarray, after_src: np.ndarray, crop: tuple[flo
         return Image.fromarray(src).resize(out_size, Image.LANCZOS, box=box)
 
     before = render(before_src, (x0, y0, x0 + w, y0 + h))
-    clean_after = render(after_src, after_box)
-    unchanged_after = render(before_src, after_box)  # the same camera, no edit
-    truth = np.abs(np.asarray(clean_after, dtype=np.int16) - np.asarray(unchanged_after, dtype=np.int16)).max(axis=2) > 10
+    tone, capture = _distortion(distractor, rng)
+    clean_after = tone(render(after_src, after_box))
+    unchanged_after = tone(render(before_src, after_box))  # the same camera and exposure, no edit
+
+    def level(a):
+        return np.clip(np.round(a), 0, 255)
+
+    truth = np.abs(level(clean_after) - level(unchanged_after)).max(axis=2) > 10
     # the after crop moved by (sy, sx) output pixels, so its content moved by (-sy, -sx)
-    return before, _distort(clean_after, distractor, rng), truth, (-sy, -sx)
+    return before, capture(clean_after), truth, (-sy, -sx)
 
 
 def photo_pair(photo: int, change: str, distractor: str, size: int = 224, seed: int = 0,

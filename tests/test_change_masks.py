@@ -171,6 +171,35 @@ def test_rerun_with_other_parameters_is_refused_naming_them(demo_dataset, tmp_pa
     assert {p.name: p.read_bytes() for p in (out / "data").glob("*.parquet")} != before
 
 
+def test_a_half_done_run_of_another_pipeline_revision_is_refused(demo_dataset, tmp_path, monkeypatch, capsys):
+    """The same MaskParams give other masks in another pipeline revision: resuming a folder
+    begun by an older toolkit would mix two revisions' masks, so it is refused, naming it."""
+    import idc_toolkit.masks.column as mp
+    from idc_toolkit.masks.diff import PIPELINE_REVISION
+
+    out = tmp_path / "masks"
+    calls = {"n": 0}
+    original = mp.compute_change_mask
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 20:
+            raise KeyboardInterrupt
+        return original(*a, **k)
+
+    monkeypatch.setattr(mp, "PIPELINE_REVISION", PIPELINE_REVISION - 1)
+    monkeypatch.setattr(mp, "compute_change_mask", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        add_change_masks(demo_dataset, out, rows_per_part=8, progress=False)
+    monkeypatch.undo()
+    parts = _parts(out)
+    assert parts
+    assert precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(out), "--rows-per-part", "8",
+                            "--no-progress"]) == 1
+    assert f"pipeline_revision: {PIPELINE_REVISION - 1} -> {PIPELINE_REVISION}" in capsys.readouterr().err
+    assert _parts(out) == parts and not (out / "data").exists()
+
+
 def test_soft_patch_mask_and_fac_loss():
     import torch
 

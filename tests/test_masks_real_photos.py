@@ -107,15 +107,26 @@ def test_thin_object_is_not_grown_into_its_gaps(photos):
     pair = photo_pairs.photo_pair(1, "thin", "none", 224, 0, photos)
     pred = compute_change_mask(pair.before, pair.after).mask
     precision = (pred & pair.truth).sum() / max(1, pred.sum())
-    assert precision >= 0.9 and _iou(pair.truth, pred) >= 0.85
+    assert precision >= 0.95 and _iou(pair.truth, pred) >= 0.95  # measured 0.979 and 0.979
 
 
 @pytest.mark.parametrize("change", ["add", "drop", "colour", "move"])
-def test_change_under_combined_distractors(photos, change):
-    """Gamma + brightness + JPEG + sensor noise + sub-pixel shift, with a change."""
+def test_change_under_a_gamma_change(photos, change):
+    """A change under a gamma change of the after image: a clean pair once the tone curve is
+    fitted, so the mask grows to the change's edge by the plain difference."""
     pair = photo_pairs.photo_pair(2, change, "gamma", 224, 0, photos)
     pred = compute_change_mask(pair.before, pair.after).mask
-    assert _iou(pair.truth, pred) >= 0.8
+    assert _iou(pair.truth, pred) >= 0.95  # measured 0.970-1.000
+
+
+@pytest.mark.parametrize("change, floor", [("add", 0.9), ("drop", 0.9), ("colour", 0.9)])
+def test_change_under_combined_distractors(photos, change, floor):
+    """Brightness + gamma + sensor noise + JPEG + sub-pixel shift, with a change: not a clean
+    pair, so only the guarded growth runs (measured 0.926, 0.949, 0.960; a move under all of
+    them is 0.52, the benchmark's weakest cell)."""
+    pair = photo_pairs.photo_pair(2, change, "combined", 224, 0, photos)
+    pred = compute_change_mask(pair.before, pair.after).mask
+    assert _iou(pair.truth, pred) >= floor
 
 
 class _EchoSam:
@@ -187,10 +198,10 @@ def test_tiny_sam_runs_on_full_resolution_images_of_different_sizes(photos):
 
 
 @pytest.mark.parametrize("name, shape, size, seed, floor", [
-    ("chelsea.png", "pole", (480, 320), 1, 0.9),  # measured 0.919 (0.621 working at 224 px)
-    ("coffee.png", "pole", (224, 224), 2, 0.9),  # 0.929
-    ("astronaut.png", "legs", (448, 448), 3, 0.9),  # 0.915 (0.709 at 224 px)
-    ("rocket.jpg", "text", (320, 480), 4, 0.75),  # 0.783 (0.661 at 224 px)
+    ("chelsea.png", "pole", (480, 320), 1, 0.9),  # measured 0.925 (0.621 working at 224 px)
+    ("coffee.png", "pole", (224, 224), 2, 0.95),  # 0.995 (0.929 before the clean-pair growth)
+    ("astronaut.png", "legs", (448, 448), 3, 0.95),  # 0.977 (0.709 at 224 px)
+    ("rocket.jpg", "text", (320, 480), 4, 0.88),  # 0.909 (0.783 with hole filling, 0.661 at 224 px)
 ])
 def test_thin_objects_on_non_square_photographs_are_tight(name, shape, size, seed, floor):
     """A pole 2.5 px wide, a body on thin legs, printed letters (0.6% of the image) pasted into

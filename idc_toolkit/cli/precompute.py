@@ -22,6 +22,21 @@ def _add_run_options(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+#: the numeric MaskParams fields the CLI exposes, each as --name-with-dashes
+MASK_PARAM_HELP = {
+    "resize": "working resolution (long side, pixels)", "delta": "floor of the difference threshold (0-255 levels, after alignment)",
+    "noise_k": "threshold = max(delta, noise_k x the pair's noise level)",
+    "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
+    "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
+    "min_region": "clusters under this many pixels are dropped",
+    "grow": "hysteresis steps into the partly covered edge pixels (0: none)",
+    "grow_ratio": "a grown pixel's envelope distance must exceed this x the threshold",
+    "clean_grow": "hysteresis steps on a clean pair, by plain difference alone (0: none)",
+    "clean_subpixel": "a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...",
+    "clean_noise": "... and its noise level under this (0-255 levels)",
+}
+
+
 def make_parser():
     from ..masks.diff import MaskParams
 
@@ -33,18 +48,11 @@ def make_parser():
     _add_run_options(m)
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    helps = {"resize": "working resolution (long side, pixels)", "delta": "floor of the difference threshold (0-255 levels, after alignment)",
-             "noise_k": "threshold = max(delta, noise_k x the pair's noise level)",
-             "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
-             "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
-             "min_region": "clusters under this many pixels are dropped",
-             "grow": "hysteresis steps into the partly covered edge pixels (0: none)",
-             "grow_ratio": "a grown pixel's envelope distance must exceed this x the threshold"}
-    for name, text in helps.items():
+    for name, text in MASK_PARAM_HELP.items():
         value = getattr(d, name)
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
     m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
-                   help="do not estimate the sub-pixel part of the camera shift (used to map SAM prompts)")
+                   help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
     m.add_argument("--keep-unmatched", action="store_true",
                    help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 
@@ -77,10 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.what == "masks":
             from ..masks import MaskParams, add_change_masks
 
-            params = MaskParams(resize=args.resize, delta=args.delta, noise_k=args.noise_k, eps=args.eps,
-                                min_samples=args.min_samples, max_shift=args.max_shift, subpixel=args.subpixel,
-                                tau=args.tau, min_region=args.min_region, keep_unmatched=args.keep_unmatched,
-                                grow=args.grow, grow_ratio=args.grow_ratio)
+            params = MaskParams(**{name: getattr(args, name) for name in MASK_PARAM_HELP}, subpixel=args.subpixel,
+                                keep_unmatched=args.keep_unmatched)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

@@ -18,7 +18,7 @@ from ..cards import pass_section
 from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image
 from ..schema import MASK_FEATURES
-from .diff import MaskParams, compute_change_mask
+from .diff import PIPELINE_REVISION, MaskParams, compute_change_mask
 
 
 def _png(mask: np.ndarray) -> bytes:
@@ -86,7 +86,7 @@ def add_change_masks(
     else:
         how = ("No Segment Anything checkpoint was given: every mask is the union of the diff clusters' regions "
                "(`mask_source = diff`).")
-    run_params = {**params.to_dict(), "sam_type": sam_type if sam_checkpoint else None,
+    run_params = {**params.to_dict(), "pipeline_revision": PIPELINE_REVISION, "sam_type": sam_type if sam_checkpoint else None,
                   "sam_checkpoint": Path(sam_checkpoint).name if sam_checkpoint else None,
                   "sam_checkpoint_sha256": path_content(sam_checkpoint)}
     section = pass_section(
@@ -101,12 +101,13 @@ def add_change_masks(
             "fitted by least trimmed squares on the pixels that did not change; the envelope distance (how far "
             "each image lies outside the other's 3x3 range, in luma and 3x3-smoothed chroma, a chroma plane counted "
             "where its unsmoothed envelope agrees) thresholded at max(`delta`, `noise_k` x the pair's median "
-            "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold; DBSCAN (`eps`, `min_samples`, computed "
+            "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (`clean_grow` steps "
+            "by the plain RGB difference alone on a pair with no sub-pixel remainder and no noise); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid); clusters under `min_region` pixels dropped; each region closed 3x3 "
-            "and hole-filled.",
+            "(`pipeline_revision` names this pipeline's version).",
             "",
             "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
-            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow` and `grow_ratio` are "
+            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio` and the `clean_*` values are "
             "idc-toolkit's choices, and the alignment, tone curve, envelope distance and growth are our additions "
             "(benchmarks/mask_quality.py: mean IoU 0.78 on 706 pairs made from 22 real photographs at four image "
             "sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
