@@ -23,6 +23,10 @@ Goals (diff-only): mean IoU >= 0.90 on every size class and image size; distract
 <= 0.3% mean and <= 2% max; >= 50 pairs/s at 224x224 on one core.
 
     python benchmarks/mask_quality.py [--photos-per-cell 2] [--seed 0] [--skip-naive]
+                                      [--sam-checkpoint PATH --sam-type vit_h [--keep-unmatched]]
+
+With ``--sam-checkpoint`` the SAM-refined masks are measured on the same pairs, in a column
+of their own (SAM's speed is not the diff's: the pairs/s row then includes it).
 """
 
 from __future__ import annotations
@@ -105,9 +109,17 @@ def main() -> None:
     p.add_argument("--photos-per-cell", type=int, default=2, help="photographs per (size, change, shape, size class) cell")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-naive", action="store_true")
+    p.add_argument("--sam-checkpoint", help="also measure the masks refined by this Segment Anything checkpoint")
+    p.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
+    p.add_argument("--keep-unmatched", action="store_true", help="with SAM: keep the diff region of an unconfirmed cluster")
     args = p.parse_args()
-    params = MaskParams()
+    params = MaskParams(keep_unmatched=args.keep_unmatched)
     methods = {"idc-toolkit": lambda b, a: compute_change_mask(b, a, params).mask}
+    if args.sam_checkpoint:
+        from idc_toolkit.masks.sam import SamRefiner, load_sam
+
+        refiner = SamRefiner(load_sam(args.sam_checkpoint, args.sam_type, "cpu"))
+        methods["idc-toolkit + SAM"] = lambda b, a: compute_change_mask(b, a, params, refiner).mask
     if not args.skip_naive:
         methods["naive DAVIR"] = naive_davir_mask
     print(f"diff-only change masks, params {params.to_dict()}")
