@@ -53,6 +53,8 @@ def make_parser():
         m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
     m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
                    help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
+    m.add_argument("--no-fill-holes", dest="fill_holes", action="store_false",
+                   help="do not fill a region's holes (per-pixel change masks; default: filled, whole objects)")
     m.add_argument("--keep-unmatched", action="store_true",
                    help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..masks import MaskParams, add_change_masks
 
             params = MaskParams(**{name: getattr(args, name) for name in MASK_PARAM_HELP}, subpixel=args.subpixel,
-                                keep_unmatched=args.keep_unmatched)
+                                keep_unmatched=args.keep_unmatched, fill_holes=args.fill_holes)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

@@ -104,13 +104,13 @@ def add_change_masks(
             "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (`clean_grow` steps "
             "by the plain RGB difference alone on a pair with no sub-pixel remainder and no noise); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid); clusters under `min_region` pixels dropped; each region closed 3x3 "
-            "(`pipeline_revision` names this pipeline's version).",
+            "and, with `fill_holes`, hole-filled (`pipeline_revision` names this pipeline's version).",
             "",
             "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
-            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio` and the `clean_*` values are "
+            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*` values and `fill_holes` are "
             "idc-toolkit's choices, and the alignment, tone curve, envelope distance and growth are our additions "
-            "(benchmarks/mask_quality.py: mean IoU 0.88 on 685 pairs made from 22 real photographs at four image "
-            "sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
+            "(benchmarks/mask_quality.py: mean IoU 0.85, 0.88 without `fill_holes`, on 685 pairs made from 22 real "
+            "photographs at four image sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
             "",
             how,
         ],

@@ -74,7 +74,8 @@ class MeteorProcess:
             raise EvaluationError(f"cannot start METEOR: {exc}") from None
         self._lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     def _read_stdout(self) -> None:
         assert self._proc.stdout is not None
@@ -90,6 +91,9 @@ class MeteorProcess:
 
     def _fail(self, what: str) -> EvaluationError:
         self.close()
+        # the JVM has exited (or was killed): let the reader take the rest of its stderr, which
+        # names the cause, before it is quoted (stdout's end can be seen first)
+        self._stderr_reader.join(timeout=5)
         tail = b"".join(self._stderr).decode(errors="replace").strip()[-2000:]
         return EvaluationError(f"METEOR {what}" + (f"; its stderr ends with:\n{tail}" if tail else ""))
 
