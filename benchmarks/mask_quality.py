@@ -24,7 +24,7 @@ distractor-only pairs (mean, largest), pairs/s at 224x224 on one core.
 Goals (diff-only): mean IoU >= 0.90 on every size class and image size; distractor-only area
 <= 0.3% mean and <= 2% max; >= 50 pairs/s at 224x224 on one core.
 
-    python benchmarks/mask_quality.py [--photos-per-cell 2] [--seed 0] [--skip-naive]
+    python benchmarks/mask_quality.py [--photos-per-cell 2] [--seed 0] [--skip-naive] [--sizes 224x224 ...]
                                       [--sam-checkpoint PATH --sam-type vit_h [--keep-unmatched]]
 
 With ``--sam-checkpoint`` the SAM-refined masks are measured on the same pairs, in a column
@@ -104,7 +104,7 @@ def score(pairs, method) -> dict:
 
 
 def main() -> None:
-    from photo_pairs import SHAPES, SIZE_CLASSES, WIDE_CHANGES, wide_pairs
+    from photo_pairs import IMAGE_SIZES, SHAPES, SIZE_CLASSES, WIDE_CHANGES, wide_pairs
 
     from idc_toolkit.masks.diff import MaskParams, compute_change_mask
 
@@ -112,6 +112,7 @@ def main() -> None:
     p.add_argument("--photos-per-cell", type=int, default=2, help="photographs per (size, change, shape, size class) cell")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-naive", action="store_true")
+    p.add_argument("--sizes", nargs="+", default=[f"{w}x{h}" for w, h in IMAGE_SIZES], help="image sizes, WxH")
     p.add_argument("--sam-checkpoint", help="also measure the masks refined by this Segment Anything checkpoint")
     p.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
     p.add_argument("--keep-unmatched", action="store_true", help="with SAM: keep the diff region of an unconfirmed cluster")
@@ -128,7 +129,8 @@ def main() -> None:
     if not args.skip_naive:
         methods["naive DAVIR"] = naive_davir_mask
     print(f"diff-only change masks, params {params.to_dict()}")
-    pairs = wide_pairs(args.seed, args.photos_per_cell)
+    sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes]
+    pairs = wide_pairs(args.seed, args.photos_per_cell, sizes)
     n_change = sum(p.change != "none" for p in pairs)
     print(f"{n_change} change pairs, {len(pairs) - n_change} distractor-only pairs, 22 photographs, one core\n")
     results = {name: score(pairs, m) for name, m in methods.items()}
