@@ -55,7 +55,7 @@ def _first_loss(variant: str):
     batch["pixel_values"] = torch.randn(2, 3, 32, 32)
     labels = batch.pop("labels")
     total, count = caption_loss_sum(net(**batch).logits, labels)
-    return float(total) / count, batch["input_ids"], recipe.n_query
+    return float(total.detach()) / count, batch["input_ids"], recipe.n_query
 
 
 def test_first_step_loss_equals_the_released_scripts():
