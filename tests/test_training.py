@@ -327,4 +327,4 @@ def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tm
                     lr=5e-3, val_split=None, device="cpu", progress=False, report_to="none", seed=0,
                     options={"fac_weight": lam, "fac_reading": "normalised"})
         shares[lam] = _attention_on_mask(run, base, davir_dataset)
-    assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0760 -> 0.0845 (x1.11)
+    assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0665 -> 0.0755 (x1.14; 0.0760 -> 0.0845 on the masks before pipeline revision 2)
