@@ -2,6 +2,7 @@
 CLI with a tiny random model, determinism, resume and sharding of the pass, FAC helpers."""
 
 import json
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -216,6 +217,20 @@ def test_a_half_done_run_of_another_pipeline_revision_is_refused(demo_dataset, t
     assert _parts(out) == parts and not (out / "data").exists()
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("--eps", "-3", "must be greater than 0"), ("--tau", "2", "must lie in [0, 1]"), ("--resize", "0", "must be at least 1"),
+    ("--clean-noise", "-1", "must be 0 or more"), ("--grow", "1.5", "expected an integer"),
+])
+def test_mask_parameters_out_of_range_are_refused_where_parsed(demo_dataset, tmp_path, capsys, option, value, message):
+    with pytest.raises(SystemExit) as exc:
+        precompute_main(["masks", "--dataset", str(demo_dataset), "--out", str(tmp_path / "m"), option, value])
+    assert exc.value.code == 2 and f"argument {option}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+    field = option[2:].replace("-", "_")
+    with pytest.raises(IDCError, match=f"{option} .*{re.escape(message)}"):
+        MaskParams(**{field: float(value)})
+
+
 def test_soft_patch_mask_and_fac_loss():
     import torch
 
@@ -261,6 +276,13 @@ class _StubRefiner:
         return out
 
 
+class _RejectAllRefiner:
+    """A SAM stand-in that confirms no cluster (tau is a probability: at most 1)."""
+
+    def refine(self, before, after, clusters, size, tau, alignment=None):
+        return [None for _ in clusters]
+
+
 def test_clusters_sam_does_not_confirm_are_dropped_as_the_paper_says_or_kept_on_request():
     rng = np.random.default_rng(3)
     base = rng.integers(60, 200, (96, 96, 3)).astype(np.uint8)
@@ -276,5 +298,5 @@ def test_clusters_sam_does_not_confirm_are_dropped_as_the_paper_says_or_kept_on_
     assert dropped.mask[20, 20] and not dropped.mask[70, 65]  # the unconfirmed cluster is gone
     kept = compute_change_mask(before_img, after_img, MaskParams(resize=96, keep_unmatched=True), _StubRefiner())
     assert len(kept.boxes) == 2 and kept.mask[20, 20] and kept.mask[70, 65]
-    nothing = compute_change_mask(before_img, after_img, MaskParams(resize=96, tau=1.01), _StubRefiner())
+    nothing = compute_change_mask(before_img, after_img, MaskParams(resize=96), _RejectAllRefiner())
     assert not nothing.mask.any() and nothing.boxes == [] and nothing.source == "diff"

@@ -38,7 +38,8 @@ MASK_PARAM_HELP = {
 
 
 def make_parser():
-    from ..masks.diff import MaskParams
+    from ..checks import arg_type
+    from ..masks.diff import PARAM_CHECKS, MaskParams
 
     d = MaskParams()
     p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")
@@ -49,8 +50,8 @@ def make_parser():
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
     for name, text in MASK_PARAM_HELP.items():
-        value = getattr(d, name)
-        m.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value, help=text)
+        option = f"--{name.replace('_', '-')}"
+        m.add_argument(option, type=arg_type(PARAM_CHECKS[name], option), default=getattr(d, name), help=text)
     m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
                    help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
     m.add_argument("--no-fill-holes", dest="fill_holes", action="store_false",

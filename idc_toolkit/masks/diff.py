@@ -39,6 +39,7 @@ from typing import Optional
 import numpy as np
 from PIL import Image
 
+from .. import checks
 from .align import Alignment, align, overlap
 
 
@@ -89,8 +90,23 @@ class MaskParams:
     #: benchmarks/mask_quality.py filling costs 0.02-0.03 mean IoU (text 0.86 -> 0.77)
     fill_holes: bool = True
 
+    def __post_init__(self) -> None:
+        for name, check in PARAM_CHECKS.items():  # refused where set, in one line naming it
+            object.__setattr__(self, name, check(f"--{name.replace('_', '-')}", getattr(self, name)))
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+#: the range of every numeric :class:`MaskParams` field (``idc-precompute masks`` parses its
+#: options with them too): a value outside makes every mask meaningless
+PARAM_CHECKS = {
+    "resize": checks.positive_int, "delta": checks.non_negative_float, "noise_k": checks.non_negative_float,
+    "eps": checks.positive_float, "min_samples": checks.positive_int, "max_shift": checks.non_negative_int,
+    "tau": checks.unit_interval, "min_region": checks.non_negative_int, "grow": checks.non_negative_int,
+    "grow_ratio": checks.non_negative_float, "clean_grow": checks.non_negative_int,
+    "clean_subpixel": checks.non_negative_float, "clean_noise": checks.non_negative_float,
+}
 
 
 @dataclass
