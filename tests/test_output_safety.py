@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from idc_toolkit.errors import IDCError, RunError
+from idc_toolkit.errors import RunError
 from idc_toolkit.files import file_name_for, inside
 from idc_toolkit.runs import RunFolder
 from idc_toolkit.runs.fingerprint import file_sha256
