@@ -9,9 +9,9 @@ size classes (< 1%, 1-4%, 4-12%, > 12% of the image), two photographs each under
 distractor (none, brightness, contrast, gamma, JPEG, sensor noise, integer camera shift 1-3 px,
 sub-pixel shift, all combined); plus every distractor alone on every photograph at every size.
 A change whose truth is under 16 pixels (a share drawn too small for a thin shape) is
-reported on its own row, outside the classes. Changes are made at the photo's own resolution; ground truth: every after-image pixel the edit
-changed by more than 10 levels under the same camera and tone change (what a brightness gain
-clipped to white is in neither image).
+reported on its own row, outside the classes. Changes are made at the photo's own resolution;
+ground truth: every after-image pixel the edit changed by more than 10 levels under the same
+camera and tone change (what a brightness gain clipped to white is in neither image).
 
 Printed, for the toolkit's pipeline (``MaskParams()``, and without hole filling: the truth here
 is per pixel, so the unchanged counters of letters that filling adds count against it) and for

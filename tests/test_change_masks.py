@@ -139,27 +139,34 @@ def _parts(out):
     return sorted(p.name for p in (out / ".idc_run" / "parts").rglob("*.json"))
 
 
+def _interrupt_masks_at(monkeypatch, call: int):
+    """The masks pass raises KeyboardInterrupt at its ``call``-th pair (a Ctrl-C mid-run);
+    returns the real ``compute_change_mask`` to put back."""
+    import idc_toolkit.masks.column as mp
+
+    original, calls = mp.compute_change_mask, {"n": 0}
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+        return original(*a, **k)
+
+    monkeypatch.setattr(mp, "compute_change_mask", flaky)
+    return original
+
+
 def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, monkeypatch):
     import idc_toolkit.masks.column as mp
 
     full = add_change_masks(demo_dataset, tmp_path / "full", rows_per_part=8, progress=False)
     assert full.complete and full.parts_total > 3
-    calls = {"n": 0}
-    original = mp.compute_change_mask
-
-    def flaky(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 20:
-            raise KeyboardInterrupt
-        return original(*a, **k)
-
-    monkeypatch.setattr(mp, "compute_change_mask", flaky)
+    original = _interrupt_masks_at(monkeypatch, 20)
     with pytest.raises(KeyboardInterrupt):
         add_change_masks(demo_dataset, tmp_path / "resumed", rows_per_part=8, progress=False)
     done_before = _parts(tmp_path / "resumed")
     assert 0 < len(done_before) < full.parts_total and not (tmp_path / "resumed" / "data").exists()
     monkeypatch.setattr(mp, "compute_change_mask", original)
-    calls["n"] = 0
     result = add_change_masks(demo_dataset, tmp_path / "resumed", rows_per_part=8, progress=False)
     assert result.complete and result.parts_written == full.parts_total - len(done_before)
     assert _column(tmp_path / "resumed", "change_mask") == _column(tmp_path / "full", "change_mask")
@@ -195,17 +202,8 @@ def test_a_half_done_run_of_another_pipeline_revision_is_refused(demo_dataset, t
     from idc_toolkit.masks.diff import PIPELINE_REVISION
 
     out = tmp_path / "masks"
-    calls = {"n": 0}
-    original = mp.compute_change_mask
-
-    def flaky(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 20:
-            raise KeyboardInterrupt
-        return original(*a, **k)
-
     monkeypatch.setattr(mp, "PIPELINE_REVISION", PIPELINE_REVISION - 1)
-    monkeypatch.setattr(mp, "compute_change_mask", flaky)
+    _interrupt_masks_at(monkeypatch, 20)
     with pytest.raises(KeyboardInterrupt):
         add_change_masks(demo_dataset, out, rows_per_part=8, progress=False)
     monkeypatch.undo()
