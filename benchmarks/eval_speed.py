@@ -15,13 +15,36 @@ prints, in one run:
   and the largest absolute difference between (b) and (c) over every group and metric.
   METEOR's JVMs: ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
-    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups]
+``--levir-no-change``: the no-change half shaped as LEVIR-CC's is (every no-change pair has the
+same five references, and a trained model answers 70% of them with one of those sentences), so
+many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoevalcap every
+time. The number of distinct segments is printed either way.
+
+    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+
+
+#: LEVIR-CC's five no-change references, the same for every no-change pair (the release's
+#: token files; ../shared/real_annotations/levir_cc)
+LEVIR_NO_CHANGE = ["there is no difference", "the two scenes seem identical", "the scene is the same as before",
+                   "no change has occurred", "almost nothing has changed"]
+
+
+def levir_shaped(hyps: dict, refs: dict, cats: dict, seed: int = 0) -> None:
+    """The no-change pairs given LEVIR-CC's shared references, 70% of their predictions one of them."""
+    import random
+
+    rng = random.Random(seed)
+    for pid, cat in cats.items():
+        if cat == "distractor":
+            refs[pid] = list(LEVIR_NO_CHANGE)
+            if rng.random() < 0.7:
+                hyps[pid] = rng.choice(LEVIR_NO_CHANGE)
 
 
 def naive_evaluation(gts_raw: dict, res_raw: dict) -> dict:
@@ -69,19 +92,25 @@ def main() -> None:
 
     from idc_toolkit.demo.captions import synthetic_caption_set
     from idc_toolkit.metrics import score_groups
+    from idc_toolkit.metrics.meteor import score_line
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=8000)
     p.add_argument("--skip-naive-groups", action="store_true", help="skip (b), the slowest part")
+    p.add_argument("--levir-no-change", action="store_true", help="no-change pairs shaped as LEVIR-CC's (shared references)")
     args = p.parse_args()
 
     hyps, refs, cats = synthetic_caption_set(args.pairs, n_refs=5, seed=1234)
+    if args.levir_no_change:
+        levir_shaped(hyps, refs, cats)
     groups: dict[str, list[str]] = {}
     for pid, c in cats.items():
         groups.setdefault(c, []).append(pid)
     groups["change_only"] = [pid for pid, c in cats.items() if c != "distractor"]
     metrics = ["BLEU", "METEOR", "ROUGE_L", "CIDEr"]
-    print(f"{args.pairs} pairs x 5 references, groups: overall + {len(groups)} ({', '.join(groups)})")
+    distinct = len({score_line(hyps[i], refs[i]) for i in hyps})
+    print(f"{args.pairs} pairs x 5 references, groups: overall + {len(groups)} ({', '.join(groups)}); "
+          f"{distinct} distinct (prediction, references) pairs" + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else ""))
 
     t = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):

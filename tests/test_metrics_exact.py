@@ -103,3 +103,34 @@ def test_cider_groups_are_bit_for_bit_pycocoevalcaps():
         theirs, theirs_pairs = Cider().compute_score({i: refs[i] for i in group}, {i: [hyps[i]] for i in group})
         ours, ours_pairs = cache.score(group)
         assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs))
+
+
+def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch):
+    """LEVIR-CC's no-change pairs share their five references (the real token files of two of
+    them, one train one test, hold the same five), and a model answers most of them alike: such
+    a repeated METEOR segment is aligned once. Scores equal an unmodified pycocoevalcap run."""
+    import idc_toolkit.metrics.meteor as meteor_mod
+
+    tokens = shared / "real_annotations/levir_cc/LEVIR_MCI/tokens"
+
+    def captions(name):
+        return [" ".join(t for t in c if t not in ("<START>", "<END>")) for c in json.loads((tokens / name).read_text())]
+
+    no_change = captions("test_000001.txt")
+    assert captions("train_000001.txt") == no_change  # the shared five
+    changes = [captions(f"test_0000{k}.txt") for k in ("04", "17", "18")]
+    refs = {f"n{k}": no_change for k in range(40)}
+    hyps = {f"n{k}": ("there is no difference" if k % 8 else "the two scenes seem identical") for k in range(40)}
+    for k, r in enumerate(changes):
+        refs[f"c{k}"], hyps[f"c{k}"] = r, "a road is built and many houses appear"
+    hyps["c2"] = hyps["c1"]  # the same answer against other references: a segment of its own
+    asked = []
+    real = meteor_mod.parallel_statistics
+    monkeypatch.setattr(meteor_mod, "parallel_statistics", lambda w, h, r: asked.append(len(h)) or real(w, h, r))
+    monkeypatch.setenv("IDC_METEOR_CACHE", "0")
+    ours = score_groups(hyps, refs, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
+    assert asked == [2 + 3]  # two distinct no-change segments, three change pairs
+    naive, naive_pairs = pycocoevalcap_scores(refs, hyps)
+    for metric, value in naive.items():
+        assert abs(ours.groups["overall"].scores[metric] - value) <= 1e-12, metric
+    assert np.max(np.abs(np.asarray(ours.per_pair["METEOR"]) - np.asarray(naive_pairs["METEOR"]))) <= 1e-12

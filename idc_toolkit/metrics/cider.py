@@ -108,8 +108,15 @@ class CiderCache:
 
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         intern: dict[tuple[str, ...], int] = {}
-        tests = [_precook(h, intern) for h in hypotheses]
-        refs = [[_precook(r, intern) for r in rs] for rs in references]
+        cooked: dict[str, tuple[list[tuple[int, int, int]], int]] = {}
+
+        def cook(sentence: str):  # a repeated sentence is cooked once: the same ids, in the same order
+            if sentence not in cooked:
+                cooked[sentence] = _precook(sentence, intern)
+            return cooked[sentence]
+
+        tests = [cook(h) for h in hypotheses]
+        refs = [[cook(r) for r in rs] for rs in references]
         self.vocab = len(intern)
         self.n_refs = np.array([len(rs) for rs in refs], dtype=np.int64)
         self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])

@@ -434,17 +434,25 @@ class Meteor(Metric):
     def compute(self, hypotheses, references) -> None:
         import numpy as np
 
+        lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
+        # a segment's statistics depend on its SCORE line alone, so a repeated line is aligned
+        # once: LEVIR-CC's ~1,000 no-change test pairs share their five references, and a model
+        # answers most of them with the same sentence
+        first: dict[str, int] = {}
+        for i, line in enumerate(lines):
+            first.setdefault(line, i)
+        unique = list(first)
         cache = StatisticsCache()
         try:
-            lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
-            known = cache.get(lines)
-            todo = [i for i in range(len(lines)) if i not in known]
+            known = cache.get(unique)
+            todo = [first[unique[k]] for k in range(len(unique)) if k not in known]
             fresh = parallel_statistics(self.workers, [hypotheses[i] for i in todo], [references[i] for i in todo]) if todo else []
             cache.put([lines[i] for i in todo], fresh)
         finally:
             cache.close()
-        known.update(zip(todo, fresh))
-        self.lines = [known[i] for i in range(len(lines))]
+        by_line = {unique[k]: s for k, s in known.items()}
+        by_line.update((lines[i], s) for i, s in zip(todo, fresh))
+        self.lines = [by_line[line] for line in lines]
         self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
 
     def scores(self, groups):

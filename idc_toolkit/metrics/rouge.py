@@ -15,7 +15,11 @@ def rouge_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]])
     from pycocoevalcap.rouge.rouge import Rouge
 
     rouge = Rouge()
-    return np.array([rouge.calc_score([h], list(r)) for h, r in zip(hypotheses, references)])
+    scores: dict[tuple[str, tuple[str, ...]], float] = {}  # a pair repeated verbatim is scored once
+    for h, r in zip(hypotheses, references):
+        if (h, tuple(r)) not in scores:
+            scores[h, tuple(r)] = rouge.calc_score([h], list(r))
+    return np.array([scores[h, tuple(r)] for h, r in zip(hypotheses, references)])
 
 
 class RougeL(Metric):
