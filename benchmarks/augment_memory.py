@@ -24,7 +24,7 @@ from processes import measure  # noqa: E402
 CHILD = """
 import sys
 from idc_toolkit.augment import AugmentConfig, Models, augment_dataset
-cfg = AugmentConfig(edits_per_image=1, paraphrases=1, steps=1, resolution=32, rows_per_shard=25, paraphrase_tries=1)
+cfg = AugmentConfig(edits_per_image=1, paraphrases=1, steps=1, resolution=32, rows_per_part=25, paraphrase_tries=1)
 augment_dataset(sys.argv[1], sys.argv[2], Models(sys.argv[3], sys.argv[4]), cfg, split="train", progress=False)
 """
 

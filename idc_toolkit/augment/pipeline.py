@@ -15,7 +15,7 @@ filtered its training data), cos(E(edit) - E(source), E(instruction)); edits bel
 ``--clip-filter`` are dropped and counted in the report.
 
 The run engine (:mod:`idc_toolkit.runs`) owns the output: source rows are streamed in parts
-of ``rows_per_shard`` rows (memory stays flat in the number of source rows), each part is
+of ``rows_per_part`` rows (memory stays flat in the number of source rows), each part is
 written atomically with its counts, a rerun skips finished parts and refuses other settings,
 ``--shard i/n`` takes a contiguous block of parts, ``--engine ray`` maps parts on Ray actors.
 """
@@ -62,7 +62,7 @@ class AugmentConfig:
     guidance_scale: float = 7.5
     image_guidance_scale: float = 1.5
     resolution: int = 512
-    rows_per_shard: int = 16
+    rows_per_part: int = 16
     paraphrase_tries: int = 3
     clip_filter: Optional[float] = None
     #: no image editing: the source pairs as they are, captions = instruction + paraphrases
@@ -184,7 +184,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
     task = AugmentTask(models, cfg, column, features, categories is not None)
     out_split = split if cfg.paraphrase_only else "train"  # paraphrased references keep their split
-    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_shard, job=shard, engine=engine, device=device,
+    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_part, job=shard, engine=engine, device=device,
                       progress=progress, desc="idc-augment", **engine_options)
     report: dict[str, Any] = {"complete": outcome.complete, "parts_done": outcome.parts_written, "parts": outcome.parts_total}
     if outcome.complete and outcome.is_main:

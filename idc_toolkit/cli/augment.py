@@ -31,7 +31,7 @@ def make_parser():
     p.add_argument("--guidance-scale", type=float, default=d.guidance_scale, help="text guidance (our choice)")
     p.add_argument("--image-guidance-scale", type=float, default=d.image_guidance_scale, help="image guidance (our choice)")
     p.add_argument("--resolution", type=int, default=d.resolution, help="long side of the images given to the editor")
-    p.add_argument("--rows-per-part", "--rows-per-shard", dest="rows_per_part", type=int, default=d.rows_per_shard,
+    p.add_argument("--rows-per-part", "--rows-per-shard", dest="rows_per_part", type=int, default=d.rows_per_part,
                    help="source rows per part (the resume unit; --rows-per-shard is its old name)")
     p.add_argument("--paraphrase-tries", type=int, default=d.paraphrase_tries, help="LLM calls per row to reach --paraphrases")
     p.add_argument("--clip-filter", type=float, help="drop edits whose CLIP directional similarity is below this")
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
         cfg = AugmentConfig(edits_per_image=args.edits_per_image, paraphrases=args.paraphrases, seed=args.seed, steps=args.steps,
                             guidance_scale=args.guidance_scale, image_guidance_scale=args.image_guidance_scale,
-                            resolution=args.resolution, rows_per_shard=args.rows_per_part,
+                            resolution=args.resolution, rows_per_part=args.rows_per_part,
                             paraphrase_tries=args.paraphrase_tries, clip_filter=args.clip_filter,
                             paraphrase_only=args.paraphrase_only)
         models = Models(args.editor, args.paraphraser, args.clip_model, args.clip_checkpoint, args.clip_config)
