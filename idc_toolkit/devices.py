@@ -6,7 +6,11 @@ from .errors import IDCError
 
 
 def resolve_device(device: str = "auto") -> str:
-    """``auto`` -> CUDA when present, else CPU; asking for CUDA where there is none is an error."""
+    """``auto`` -> CUDA when present, else CPU; asking for CUDA where there is none is an error.
+    Any other device is returned as given, without importing torch (1.5 s): a CPU job that
+    loads no model starts without it."""
+    if device != "auto" and not device.startswith("cuda"):
+        return device
     import torch
 
     if device == "auto":

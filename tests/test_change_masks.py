@@ -103,6 +103,20 @@ def test_diff_fallback_through_the_cli(demo_dataset, tmp_path):
     assert len(ds) == len(load_dataset(str(demo_dataset), split="test"))
 
 
+def test_diff_only_masks_import_no_torch(demo_dataset, tmp_path, monkeypatch):
+    """Without a SAM checkpoint no model is loaded, so the default ``--device auto`` is not
+    resolved either: torch (1.5 s of a fresh command) is never imported."""
+    import sys
+
+    from idc_toolkit.devices import resolve_device
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # from here on, ``import torch`` fails
+    assert add_change_masks(demo_dataset, tmp_path / "masks", progress=False).complete
+    assert resolve_device("cpu") == "cpu"
+    with pytest.raises(ImportError):
+        resolve_device("auto")
+
+
 def test_tiny_sam_checkpoint_through_the_cli_is_deterministic(demo_dataset, tmp_path):
     import torch
 

@@ -118,5 +118,6 @@ def add_change_masks(
     )
     return run_column_pass(dataset, out, kind="masks", compute=MaskColumns(params, sam_checkpoint, sam_type),
                            new_features=MASK_FEATURES, params=run_params, card_section=section, shard=shard,
-                           engine=engine, device=resolve_device(device) if engine == "local" else device,
+                           # diff-only masks run on the CPU whatever the device: no torch to import
+                           engine=engine, device=device if engine != "local" else resolve_device(device) if sam_checkpoint else "cpu",
                            overwrite=overwrite, progress=progress, rows_per_part=rows_per_part, **engine_options)
