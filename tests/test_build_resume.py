@@ -84,11 +84,29 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _kill_at_random(raw, out, delay):
+def _kill_at_random(raw, out, rng):
+    """SIGKILL the build at a random moment of its run: during start-up, or 0-50 ms after its
+    k-th new part (a part takes at least 80 ms here), never after it has finished (asserted).
+    Fixed delays of 1-3 s did not do that: the build takes about 2 s, and four of the six
+    delays of these seeds came after it had finished."""
+    parts = out / ".idc_run" / "parts"
+
+    def written():
+        return len(list(parts.rglob("*.json"))) if parts.is_dir() else 0
+
+    start, k = written(), rng.randint(-1, 3)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(raw), str(out)], cwd=REPO)
-    time.sleep(delay)
+    if k < 0:
+        time.sleep(rng.uniform(0.1, 0.6))  # interpreter start, imports, the run record
+    else:
+        deadline = time.time() + 120
+        while (written() < start + k or not parts.is_dir()) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.05))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert not (out / "README.md").exists(), f"the build finished before it was killed (k={k})"
+    return k
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -96,8 +114,8 @@ def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_p
     ref_dir, _ = reference
     out = tmp_path / "out"
     rng = random.Random(seed)
-    for _ in range(2):  # killed twice, at random moments (start-up, a part, finalise)
-        _kill_at_random(raw, out, rng.uniform(1.0, 3.0))
+    for _ in range(2):  # killed twice, at random moments (start-up, inside a part)
+        _kill_at_random(raw, out, rng)
     build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert _files(out) == _files(ref_dir)
 
