@@ -33,9 +33,18 @@ def test_reproduces_published_ddla_spot_the_diff_numbers(shared):
     assert sum(1 for r in refs.values() for c in r if c == "") == 7  # kept, as the published score does
 
 
-def test_per_group_scores_equal_separate_pycocoevalcap_runs():
+@pytest.fixture(scope="module")
+def pycoco_meteor():
+    """One unmodified pycocoevalcap ``Meteor`` (its ``compute_score`` is independent per call)
+    serves every naive run of this module: its JVM loads the paraphrase table once (~6 s)."""
     from pycocoevalcap.meteor.meteor import Meteor
 
+    meteor = Meteor()
+    yield meteor
+    meteor.meteor_p.kill()
+
+
+def test_per_group_scores_equal_separate_pycocoevalcap_runs(pycoco_meteor):
     hyps, refs, cats = synthetic_caption_set(300, seed=3)
     first = next(iter(hyps))
     hyps[first] = ""  # an empty prediction
@@ -45,7 +54,7 @@ def test_per_group_scores_equal_separate_pycocoevalcap_runs():
         groups.setdefault(c, []).append(pid)
     groups["change_only"] = [p for p in refs if cats[p] != "distractor"]
     ours = score_groups(hyps, refs, groups, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
-    meteor = Meteor()  # one unmodified scorer instance serves every naive run
+    meteor = pycoco_meteor
     worst = 0.0
     for gname in ["overall", *groups]:
         ids = list(refs) if gname == "overall" else groups[gname]
@@ -64,7 +73,6 @@ def test_per_group_scores_equal_separate_pycocoevalcap_runs():
     # BLEU and ROUGE-L run pycocoevalcap's own code; CIDEr and METEOR are restructured
     for gname in ["overall", *groups]:
         assert ours.groups[gname].n == (len(refs) if gname == "overall" else len(groups[gname]))
-    meteor.meteor_p.kill()
     print(f"largest difference to the naive per-group runs: {worst:.3g}")
 
 
@@ -105,7 +113,7 @@ def test_cider_groups_are_bit_for_bit_pycocoevalcaps():
         assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs))
 
 
-def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch):
+def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch, pycoco_meteor):
     """LEVIR-CC's no-change pairs share their five references (the real token files of two of
     them, one train one test, hold the same five), and a model answers most of them alike: such
     a repeated METEOR segment is aligned once. Scores equal an unmodified pycocoevalcap run."""
@@ -130,7 +138,7 @@ def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, m
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
     ours = score_groups(hyps, refs, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
     assert asked == [2 + 3]  # two distinct no-change segments, three change pairs
-    naive, naive_pairs = pycocoevalcap_scores(refs, hyps)
+    naive, naive_pairs = pycocoevalcap_scores(refs, hyps, pycoco_meteor)
     for metric, value in naive.items():
         assert abs(ours.groups["overall"].scores[metric] - value) <= 1e-12, metric
     assert np.max(np.abs(np.asarray(ours.per_pair["METEOR"]) - np.asarray(naive_pairs["METEOR"]))) <= 1e-12
