@@ -111,3 +111,25 @@ def test_missing_clip_checkpoint_is_a_clear_error(demo_dataset, tmp_path, capsys
     assert precompute_main(["entities", "--dataset", str(demo_dataset), "--out", str(tmp_path / "o"), "--clip-model", "ViT-B-32",
                             "--clip-checkpoint", str(tmp_path / "nope.bin"), "--device", "cpu"]) == 1
     assert "CLIP checkpoint not found" in capsys.readouterr().err
+
+
+def test_an_optional_import_is_hidden_only_while_open_clip_loads(tmp_path, monkeypatch):
+    """How open_clip is imported without timm's optional ``import wandb`` (3.3 s): the hidden
+    module is unimportable while the other loads, importable again afterwards."""
+    import sys
+
+    from idc_toolkit.openclip import import_without
+
+    (tmp_path / "optional_dep.py").write_text("VALUE = 1\n")
+    (tmp_path / "uses_optional.py").write_text("try:\n    import optional_dep\n    HAS = True\nexcept ImportError:\n    HAS = False\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("optional_dep", "uses_optional"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert import_without("uses_optional", "optional_dep").HAS is False
+    assert "optional_dep" not in sys.modules
+    import optional_dep
+
+    assert optional_dep.VALUE == 1
+    assert import_without("optional_dep", "uses_optional") is optional_dep  # imported already: nothing hidden
+    for name in ("optional_dep", "uses_optional"):
+        sys.modules.pop(name, None)
