@@ -101,8 +101,8 @@ def add_change_masks(
             "fitted by least trimmed squares on the pixels that did not change; the envelope distance (how far "
             "each image lies outside the other's 3x3 range, in luma and 3x3-smoothed chroma, a chroma plane counted "
             "where its unsmoothed envelope agrees) thresholded at max(`delta`, `noise_k` x the pair's median "
-            "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (`clean_grow` steps "
-            "by the plain RGB difference alone on a pair with no sub-pixel remainder and no noise); DBSCAN (`eps`, `min_samples`, computed "
+            "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (on a pair with no sub-pixel "
+            "remainder and no noise, the plain RGB difference also seeds, and the growth takes `clean_grow` steps by it alone); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid); clusters under `min_region` pixels dropped; each region closed 3x3 "
             "and, with `fill_holes`, hole-filled (`pipeline_revision` names this pipeline's version).",
             "",
