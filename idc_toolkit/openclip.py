@@ -3,6 +3,8 @@ retrieval, the augmentation's CLIP filter), so both build and seed models the sa
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,6 +33,25 @@ def import_without(module: str, hidden: str) -> Any:
             del sys.modules[hidden]
 
 
+class _DropRandomWeightsWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No pretrained weights loaded for model")
+
+
+@contextlib.contextmanager
+def _without_random_weights_warning():
+    """open_clip warns on the root logger that a model without ``pretrained`` is random; the
+    toolkit's callers already say so (the entities pass, the CLIP filter's name), so the
+    second line is dropped, and only that one."""
+    root = logging.getLogger()  # open_clip calls ``logging.warning``: the root logger's own filters apply
+    drop = _DropRandomWeightsWarning()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
 def load_open_clip(model_name: str, checkpoint: Optional[str] = None, device: str = "cpu",
                    model_config: Optional[str] = None) -> tuple[Any, Any, Any]:
     """``(model, preprocess, tokenizer)``; without ``checkpoint`` the weights are random but
@@ -45,7 +66,8 @@ def load_open_clip(model_name: str, checkpoint: Optional[str] = None, device: st
         raise IDCError(f"CLIP checkpoint not found: {checkpoint}")
     torch.manual_seed(0)
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(model_name, pretrained=checkpoint or None)
+        with _without_random_weights_warning():  # the caller has said so in its own words
+            model, _, preprocess = open_clip.create_model_and_transforms(model_name, pretrained=checkpoint or None)
     except RuntimeError as exc:
         raise IDCError(f"cannot build open_clip model {model_name!r}: {exc}") from None
     return model.to(device).eval(), preprocess, open_clip.get_tokenizer(model_name)

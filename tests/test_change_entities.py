@@ -133,3 +133,19 @@ def test_an_optional_import_is_hidden_only_while_open_clip_loads(tmp_path, monke
     assert import_without("optional_dep", "uses_optional") is optional_dep  # imported already: nothing hidden
     for name in ("optional_dep", "uses_optional"):
         sys.modules.pop(name, None)
+
+
+def test_open_clip_random_weights_warning_is_dropped_only_while_loading(tmp_path, caplog):
+    """The entities pass says in its own words that CLIP has random weights; open_clip's own
+    root-logger line saying the same is dropped while the model is built, and only then."""
+    import logging
+
+    from idc_toolkit.openclip import load_open_clip
+
+    config = tmp_path / "tiny-clip-quiet.json"
+    config.write_text(json.dumps(TINY_CLIP))
+    with caplog.at_level(logging.WARNING):
+        load_open_clip("tiny-clip-quiet", None, "cpu", str(config))
+        assert not [r for r in caplog.records if "No pretrained weights" in r.getMessage()]
+        logging.warning("No pretrained weights loaded for model 'x'. Model initialized randomly.")
+    assert [r for r in caplog.records if "No pretrained weights" in r.getMessage()]  # the filter is gone again

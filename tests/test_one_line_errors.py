@@ -158,3 +158,21 @@ def test_git_hash_comes_from_the_installed_distribution_not_the_working_director
     info = metadata.distribution("idc-toolkit").read_text("direct_url.json") or ""
     expected = json.loads(info).get("vcs_info", {}).get("commit_id") if info else None
     assert _git_hash() == expected  # an editable install from a folder records no commit: None
+
+
+def test_dataset_progress_bars_are_library_chatter_shown_with_v(monkeypatch):
+    """Quiet by default: ``datasets``' "Generating train split" bars are off unless ``-v``."""
+    import argparse
+
+    import datasets
+
+    from idc_toolkit.cli.common import setup_logging
+
+    datasets.enable_progress_bars()
+    try:
+        setup_logging(argparse.Namespace(verbose=1, quiet=False))
+        assert datasets.is_progress_bar_enabled()
+        setup_logging(argparse.Namespace(verbose=0, quiet=False))
+        assert not datasets.is_progress_bar_enabled()
+    finally:
+        datasets.enable_progress_bars()

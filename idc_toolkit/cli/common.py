@@ -89,6 +89,23 @@ def setup_logging(args: argparse.Namespace) -> None:
     logging.getLogger("idc_toolkit").setLevel(ours)
     for noisy in ("httpx", "urllib3", "filelock", "datasets", "huggingface_hub", "ray"):
         logging.getLogger(noisy).setLevel(max(libraries, logging.WARNING))
+    if not verbose:
+        quiet_dataset_bars()
+
+
+def quiet_dataset_bars() -> None:
+    """``datasets`` draws a bar per split the first time it reads a folder ("Generating train
+    split: 100%|...", three lines in the demo): library chatter, shown with ``-v``. Without
+    importing ``datasets`` (``idc-eval --predictions`` never does): its own environment switch,
+    unless the user set it; once imported, its own function."""
+    import os
+
+    if "datasets" in sys.modules:
+        import datasets
+
+        datasets.disable_progress_bars()
+    else:
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str:
