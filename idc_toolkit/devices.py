@@ -1,4 +1,5 @@
-"""Which device a job runs on, shared by every capability that loads a model."""
+"""Which device a job runs on, and how quietly its model loads: shared by every capability
+that loads a model."""
 
 from __future__ import annotations
 
@@ -18,3 +19,11 @@ def resolve_device(device: str = "auto") -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise IDCError(f"--device {device} was asked for, but CUDA is not available on this machine")
     return device
+
+
+def quiet_model_loading() -> None:
+    """transformers 5 draws a "Loading weights" bar for every model it loads; a job run with
+    ``--no-progress`` asked for no bars, so this one is turned off too (for this process)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()

@@ -176,3 +176,18 @@ def test_dataset_progress_bars_are_library_chatter_shown_with_v(monkeypatch):
         assert not datasets.is_progress_bar_enabled()
     finally:
         datasets.enable_progress_bars()
+
+
+def test_libraries_deprecation_notices_are_shown_only_with_v():
+    import argparse
+    import warnings
+
+    from idc_toolkit.cli.common import setup_logging
+
+    for verbose, expected in ((0, ["ours"]), (1, ["theirs", "ours"])):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            setup_logging(argparse.Namespace(verbose=verbose, quiet=False))
+            warnings.warn_explicit("theirs", FutureWarning, "modeling_utils.py", 1, module="transformers.modeling_utils")
+            warnings.warn_explicit("ours", FutureWarning, "x.py", 1, module="idc_toolkit.x")
+        assert [str(w.message) for w in seen] == expected

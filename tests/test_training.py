@@ -51,9 +51,14 @@ def test_eq7_against_hand_computed_values_for_both_readings():
 
 @pytest.mark.parametrize("model", ["blip2idc", "davir"])
 def test_loss_decreases_on_the_demo_dataset(model, bases, demo_dataset, davir_dataset, tmp_path):
+    from transformers.utils import logging as hf_logging
+
     data = demo_dataset if model == "blip2idc" else davir_dataset
+    hf_logging.enable_progress_bar()
     r = train(model, str(data), tmp_path / "run", base_model=str(bases[model]), max_steps=30, batch_size=4, lr=1e-2,
               val_split=None, device="cpu", progress=False, report_to="none")
+    assert not hf_logging.is_progress_bar_enabled()  # no progress: not even transformers' "Loading weights" bar
+    hf_logging.enable_progress_bar()
     assert len(r.losses) == 30 and np.mean(r.losses[-5:]) < np.mean(r.losses[:5]) - 0.05, r.losses
     cfg = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert cfg["complete"] and cfg["fingerprint"]["model"] == model and cfg["versions"]["peft"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from typing import Callable
 
 from .. import __version__
@@ -77,9 +78,15 @@ def model_name(argv: list[str]) -> str | None:
     return None
 
 
+#: libraries whose FutureWarning / DeprecationWarning lines (transformers' "`is_gradient_checkpointing`
+#: is deprecated", from inside the Trainer, on every idc-train) are shown only with ``-v``
+LIBRARIES_WARNING_AHEAD = ("transformers", "diffusers", "peft", "accelerate", "torch", "open_clip", "timm", "datasets")
+
+
 def setup_logging(args: argparse.Namespace) -> None:
     """Quiet by default: the toolkit's own INFO lines, and only warnings from libraries
-    (open_clip, for one, logs its progress on the root logger); ``-v`` adds the libraries' INFO,
+    (open_clip, for one, logs its progress on the root logger), without their deprecation
+    notices and ``datasets``' bars; ``-v`` adds the libraries' INFO and those,
     ``-vv`` everyone's DEBUG, ``-q`` leaves warnings and errors only."""
     verbose = getattr(args, "verbose", 0)
     ours = logging.WARNING if getattr(args, "quiet", False) else logging.DEBUG if verbose >= 2 else logging.INFO
@@ -91,6 +98,9 @@ def setup_logging(args: argparse.Namespace) -> None:
         logging.getLogger(noisy).setLevel(max(libraries, logging.WARNING))
     if not verbose:
         quiet_dataset_bars()
+        for library in LIBRARIES_WARNING_AHEAD:  # their deprecation notices are for their callers' authors, not users
+            for category in (FutureWarning, DeprecationWarning):
+                warnings.filterwarnings("ignore", category=category, module=library)
 
 
 def quiet_dataset_bars() -> None:

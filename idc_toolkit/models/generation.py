@@ -37,15 +37,19 @@ class GenerationTask:
     """The engine's per-batch function: the runner's captions of a batch of pairs. The runner
     is built in :meth:`setup` (once per process, rank or Ray actor)."""
 
-    def __init__(self, runner_cls, runner_kwargs: dict[str, Any], batch_size: int):
+    def __init__(self, runner_cls, runner_kwargs: dict[str, Any], batch_size: int, progress: bool = True):
         from datasets import Features, Value
 
-        self.runner_cls, self.runner_kwargs, self.batch_size = runner_cls, runner_kwargs, batch_size
+        self.runner_cls, self.runner_kwargs, self.batch_size, self.progress = runner_cls, runner_kwargs, batch_size, progress
         self.features = Features({"pair_id": Value("string"), "caption": Value("string")})
         self.runner = None
 
     def setup(self, device: str) -> None:
         if self.runner is None:
+            if not self.progress:
+                from ..devices import quiet_model_loading
+
+                quiet_model_loading()
             self.runner = self.runner_cls(device=device, **self.runner_kwargs)
 
     def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
@@ -92,7 +96,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
     if folder.complete:
         return final
     kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
-    task = GenerationTask(runner_cls, kwargs, batch_size)
+    task = GenerationTask(runner_cls, kwargs, batch_size, progress)
     outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, job=shard, engine=engine,
                       device=device, progress=progress, desc=runner_cls.name, **engine_options)
     if outcome.complete and outcome.is_main:

@@ -227,6 +227,10 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     from .callbacks import EpochValidation, StepLog
 
     torch.manual_seed(seed)
+    if not progress:
+        from ..devices import quiet_model_loading
+
+        quiet_model_loading()
     recipe = recipe_cls(settings, facts)
     base = recipe.load(load_dtype(settings.dtype, device))
     net = get_peft_model(base, recipe.lora_config(base))
