@@ -21,9 +21,11 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
-def quiet_model_loading() -> None:
-    """transformers 5 draws a "Loading weights" bar for every model it loads; a job run with
-    ``--no-progress`` asked for no bars, so this one is turned off too (for this process)."""
-    from transformers.utils import logging as hf_logging
+def quiet_model_loading(*libraries: str) -> None:
+    """transformers 5 draws a "Loading weights" bar for every model it loads, diffusers a
+    "Loading pipeline components" one; a job run with ``--no-progress`` asked for no bars, so
+    these are turned off too (for this process). ``libraries``: default transformers."""
+    import importlib
 
-    hf_logging.disable_progress_bar()
+    for library in libraries or ("transformers",):
+        importlib.import_module(f"{library}.utils.logging").disable_progress_bar()

@@ -102,7 +102,14 @@ def test_interrupted_augmentation_resumes(setup, full, tmp_path, monkeypatch):
     parts = tmp_path / "resumed" / ".idc_run" / "parts" / "train"
     assert len(list(parts.glob("*.json"))) == 1 and not (tmp_path / "resumed" / "README.md").exists()
     monkeypatch.setattr(aug.Editor, "edit", original)
+    from diffusers.utils import logging as diffusers_logging
+    from transformers.utils import logging as transformers_logging
+
+    for library in (diffusers_logging, transformers_logging):
+        library.enable_progress_bar()
     assert augment_main(_args(setup, tmp_path / "resumed")) == 0
+    # --no-progress: not even the libraries' "Loading ..." bars
+    assert not diffusers_logging.is_progress_bar_enabled() and not transformers_logging.is_progress_bar_enabled()
     key = lambda r: (r["pair_id"], r["after"]["bytes"], tuple(r["captions"]))  # noqa: E731
     assert [key(r) for r in _rows(tmp_path / "resumed")] == [key(r) for r in _rows(full)]
 

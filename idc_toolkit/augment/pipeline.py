@@ -92,13 +92,18 @@ class AugmentTask:
 
     batch_size = 1
 
-    def __init__(self, models: Models, cfg: AugmentConfig, column: str, features, categories: bool):
+    def __init__(self, models: Models, cfg: AugmentConfig, column: str, features, categories: bool, progress: bool = True):
         self.models, self.cfg, self.column, self.features, self.categories = models, cfg, column, features, categories
+        self.progress = progress
         self.editor = self.paraphraser = self.clip = None
 
     def setup(self, device: str) -> None:
         if self.paraphraser is not None:
             return
+        if not self.progress:
+            from ..devices import quiet_model_loading
+
+            quiet_model_loading("transformers", *(() if self.cfg.paraphrase_only else ("diffusers",)))
         from .clip_filter import ClipDirectional
         from .editor import Editor
         from .paraphrase import Paraphraser
@@ -182,7 +187,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
     folder = RunFolder(out, "augment", fields, owned=("data", "README.md", REPORT_FILE)).open(overwrite)
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
-    task = AugmentTask(models, cfg, column, features, categories is not None)
+    task = AugmentTask(models, cfg, column, features, categories is not None, progress)
     out_split = split if cfg.paraphrase_only else "train"  # paraphrased references keep their split
     outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_part, job=shard, engine=engine, device=device,
                       progress=progress, desc="idc-augment", **engine_options)
