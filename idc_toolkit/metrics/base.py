@@ -16,9 +16,25 @@ scorer, bootstrap, tables, charts and the CLI's ``--metrics`` derive from the re
 
 from __future__ import annotations
 
-from typing import ClassVar, Mapping, Optional, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence
 
 import numpy as np
+
+
+def once_per_distinct_pair(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                           compute: Callable[[str, Sequence[str]], Any]) -> list[Any]:
+    """``compute(hypothesis, references)`` for every pair, in order, calling it once per distinct
+    pair: LEVIR-CC's ~1,000 no-change test pairs share their five references, and a model
+    answers most of them alike. For a pure ``compute`` (a pair's score depends on it alone), so
+    the results are what calling it for every pair gives; repeated pairs share one result."""
+    done: dict[tuple[str, tuple[str, ...]], Any] = {}
+    out = []
+    for h, r in zip(hypotheses, references):
+        key = (h, tuple(r))
+        if key not in done:
+            done[key] = compute(h, r)
+        out.append(done[key])
+    return out
 
 
 class Metric:

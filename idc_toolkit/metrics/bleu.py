@@ -11,26 +11,21 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, once_per_distinct_pair
 
 
 class BleuCache:
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         from pycocoevalcap.bleu.bleu_scorer import cook_refs, cook_test
 
-        # a pair repeated verbatim (LEVIR-CC's no-change pairs share their references) is cooked
-        # once; BleuScorer only reads the cooked values, so pairs may share them
-        crefs: dict[tuple[str, ...], tuple] = {}
-        ctest: dict[tuple[str, tuple[str, ...]], dict] = {}
-        self.crefs, self.ctest = [], []
-        for h, r in zip(hypotheses, references):
-            key = tuple(r)
-            if key not in crefs:
-                crefs[key] = cook_refs(list(r))
-            if (h, key) not in ctest:
-                ctest[h, key] = cook_test(h, crefs[key])
-            self.crefs.append(crefs[key])
-            self.ctest.append(ctest[h, key])
+        def cook(h: str, r: Sequence[str]) -> tuple:
+            crefs = cook_refs(list(r))
+            return crefs, cook_test(h, crefs)
+
+        # BleuScorer only reads the cooked values, so repeated pairs may share them
+        cooked = once_per_distinct_pair(hypotheses, references, cook)
+        self.crefs = [c for c, _ in cooked]
+        self.ctest = [t for _, t in cooked]
 
     def score(self, indices: Sequence[int]) -> tuple[list[float], list[list[float]]]:
         """``[B1..B4]`` and per-pair ``[[B1 per pair], ..., [B4 per pair]]`` for a group."""

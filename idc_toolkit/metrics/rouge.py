@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, once_per_distinct_pair
 
 
 def rouge_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
@@ -15,11 +15,7 @@ def rouge_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]])
     from pycocoevalcap.rouge.rouge import Rouge
 
     rouge = Rouge()
-    scores: dict[tuple[str, tuple[str, ...]], float] = {}  # a pair repeated verbatim is scored once
-    for h, r in zip(hypotheses, references):
-        if (h, tuple(r)) not in scores:
-            scores[h, tuple(r)] = rouge.calc_score([h], list(r))
-    return np.array([scores[h, tuple(r)] for h, r in zip(hypotheses, references)])
+    return np.array(once_per_distinct_pair(hypotheses, references, lambda h, r: rouge.calc_score([h], list(r))))
 
 
 class RougeL(Metric):
