@@ -26,6 +26,36 @@ def shared() -> Path:
     return SHARED
 
 
+def kill_mid_run(script: str, args: list, out: Path, new_parts: int, jitter: float, rng) -> None:
+    """Run ``python -c script *args`` (a run-engine job writing ``out``) and SIGKILL it at a
+    moment of its run: ``jitter`` x a random fraction of a second after it wrote ``new_parts``
+    more parts (0: once its run folder exists), or, with ``new_parts < 0``, during start-up
+    (0.1-0.6 s: interpreter start, imports, the run record). Asserts that the run had not
+    finished: a fixed delay can land after the end of a fast job."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parts = out / ".idc_run" / "parts"
+
+    def written():
+        return len(list(parts.rglob("*.json"))) if parts.is_dir() else 0
+
+    start = written()
+    proc = subprocess.Popen([sys.executable, "-c", script, *map(str, args)], cwd=REPO)
+    if new_parts < 0:
+        time.sleep(rng.uniform(0.1, 0.6))
+    else:
+        deadline = time.time() + 120
+        while (written() < start + new_parts or not parts.is_dir()) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, jitter))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "README.md").exists(), f"the run finished before it was killed (after {new_parts} new part(s))"
+
+
 def image_bytes(fmt: str = "PNG", color=(120, 30, 200), size=(8, 6)) -> bytes:
     buf = io.BytesIO()
     img = Image.new("RGB", size, color)

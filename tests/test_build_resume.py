@@ -5,11 +5,9 @@ import hashlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from datasets import load_dataset
@@ -18,7 +16,7 @@ import idc_toolkit.building.pipeline as build_mod
 from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.errors import BuildError, RunError
 
-from conftest import REPO, make_spot_the_diff
+from conftest import kill_mid_run, make_spot_the_diff
 
 ANN = {
     "train": [{"img_id": str(i), "sentences": [f"change number {i}"]} for i in range(1, 26)],
@@ -84,38 +82,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _kill_at_random(raw, out, rng):
-    """SIGKILL the build at a random moment of its run: during start-up, or 0-50 ms after its
-    k-th new part (a part takes at least 80 ms here), never after it has finished (asserted).
-    Fixed delays of 1-3 s did not do that: the build takes about 2 s, and four of the six
-    delays of these seeds came after it had finished."""
-    parts = out / ".idc_run" / "parts"
-
-    def written():
-        return len(list(parts.rglob("*.json"))) if parts.is_dir() else 0
-
-    start, k = written(), rng.randint(-1, 3)
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(raw), str(out)], cwd=REPO)
-    if k < 0:
-        time.sleep(rng.uniform(0.1, 0.6))  # interpreter start, imports, the run record
-    else:
-        deadline = time.time() + 120
-        while (written() < start + k or not parts.is_dir()) and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 0.05))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (out / "README.md").exists(), f"the build finished before it was killed (k={k})"
-    return k
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_path, seed):
     ref_dir, _ = reference
     out = tmp_path / "out"
     rng = random.Random(seed)
-    for _ in range(2):  # killed twice, at random moments (start-up, inside a part)
-        _kill_at_random(raw, out, rng)
+    for _ in range(2):  # killed twice, at random moments: start-up, or inside a part (one takes >= 80 ms here)
+        kill_mid_run(CHILD, [raw, out], out, rng.randint(-1, 3), 0.05, rng)
     build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert _files(out) == _files(ref_dir)
 

@@ -4,16 +4,14 @@ finishes the same folder."""
 
 import hashlib
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from idc_toolkit.masks.column import add_change_masks
 
-from conftest import REPO
+from conftest import REPO, kill_mid_run
 
 
 def _files(out):
@@ -122,31 +120,11 @@ m.add_change_masks(sys.argv[1], sys.argv[2], rows_per_part=8, device="cpu", prog
 """
 
 
-def _kill_after_its_next_part(demo_dataset, out, rng):
-    """Start the pass and SIGKILL it 0-0.1 s after it wrote one more part (a part takes at
-    least 0.16 s here): inside the next part or its write, never after the run has finished.
-    A fixed delay did not do that: a pass that starts faster finished before it."""
-    parts = out / ".idc_run" / "parts"
-
-    def written():
-        return len(list(parts.rglob("*.json"))) if parts.is_dir() else 0
-
-    start = written()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(demo_dataset), str(out)], cwd=REPO)
-    deadline = time.time() + 120
-    while written() == start and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(rng.uniform(0.0, 0.1))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (out / "README.md").exists(), "the pass finished before it was killed"
-
-
 def test_kill_9_during_the_pass_then_rerun_is_identical(demo_dataset, one_process, tmp_path):
     out = tmp_path / "killed"
     rng = random.Random(0)
-    for _ in range(2):
-        _kill_after_its_next_part(demo_dataset, out, rng)
+    for _ in range(2):  # inside the part after the next one written (a part takes >= 0.16 s here)
+        kill_mid_run(CHILD, [demo_dataset, out], out, 1, 0.1, rng)
     assert add_change_masks(demo_dataset, out, rows_per_part=8, device="cpu", progress=False).complete
     assert _files(out) == _files(one_process)
 
