@@ -116,8 +116,10 @@ def add_change_masks(
         ],
         run_params,
     )
+    if engine == "local":  # under Ray, ray_placement turns the device asked for into the actors' placement
+        # diff-only masks run on the CPU whatever the device: no torch to import
+        device = resolve_device(device) if sam_checkpoint else "cpu"
     return run_column_pass(dataset, out, kind="masks", compute=MaskColumns(params, sam_checkpoint, sam_type),
                            new_features=MASK_FEATURES, params=run_params, card_section=section, shard=shard,
-                           # diff-only masks run on the CPU whatever the device: no torch to import
-                           engine=engine, device=device if engine != "local" else resolve_device(device) if sam_checkpoint else "cpu",
-                           overwrite=overwrite, progress=progress, rows_per_part=rows_per_part, **engine_options)
+                           engine=engine, device=device, overwrite=overwrite, progress=progress,
+                           rows_per_part=rows_per_part, **engine_options)
