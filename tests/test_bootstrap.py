@@ -8,7 +8,8 @@ from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.bleu import bleu_from_totals
 from idc_toolkit.metrics.bootstrap import paired_test, resample_counts
 from idc_toolkit.metrics.core import build_cache
-from idc_toolkit.metrics.meteor import aggregate_statistics, one_jvm_set, stats_line
+from idc_toolkit.metrics.meteor import one_jvm_set
+from idc_toolkit.metrics.meteor_stats import aggregate_statistics, stats_line
 
 pytestmark = pytest.mark.java
 
@@ -24,8 +25,8 @@ def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
         bleu_expanded, _ = bleu.cache.score(expanded)
         bleu_resampled = bleu_from_totals(w @ bleu.cache.sufficient_statistics())[0]
         assert np.allclose(bleu_expanded, bleu_resampled, atol=1e-12)
-        m_expanded, _ = meteor.process.evaluate([meteor.lines[i] for i in expanded])
-        _, (m_summed,) = meteor.process.evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
+        m_expanded, _ = meteor.workers[0].evaluate([meteor.lines[i] for i in expanded])
+        _, (m_summed,) = meteor.workers[0].evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
         assert m_expanded == pytest.approx(m_summed, abs=1e-12)
         # and the metric's own resample() gives the same numbers
         via_metric = {**bleu.resample(list(range(60)), w[None, :].astype(float)),

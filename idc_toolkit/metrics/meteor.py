@@ -1,11 +1,10 @@
 """METEOR 1.5 through pycocoevalcap's bundled jar, with one JVM per evaluation.
 
 coco-caption semantics: for each pair one ``SCORE ||| ref1 ||| ... ||| hyp`` line gives the
-pair's sufficient statistics; one ``EVAL ||| stats ||| ...`` line then gives every segment's
-score and the corpus score, which METEOR computes from the *summed* statistics. So a group
-score is one ``EVAL`` over that group's cached statistics: identical to a separate
-pycocoevalcap run on the group, without restarting the JVM (7 s: it loads the paraphrase
-table) or re-aligning any segment.
+pair's sufficient statistics; METEOR's corpus score is computed from the *summed* statistics.
+So a group's score is the score of its pairs' summed statistics (:mod:`.meteor_stats`, METEOR's
+own arithmetic): identical to a separate pycocoevalcap run on the group, without restarting the
+JVM (7 s: it loads the paraphrase table) or re-aligning any segment.
 
 What pycocoevalcap gets wrong and this module does not: ``SCORE`` lines are pipelined by a
 writer thread instead of one blocking round trip each; every read has a timeout; a dead or
@@ -24,6 +23,7 @@ from typing import Optional, Sequence
 
 from ..errors import EvaluationError
 from .base import Metric
+from .meteor_stats import aggregate_statistics, meteor_score
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -142,7 +142,8 @@ class MeteorProcess:
         return stats
 
     def evaluate(self, stats: Sequence[str]) -> tuple[float, list[float]]:
-        """Corpus score and segment scores of ``stats`` (one ``EVAL`` line)."""
+        """METEOR's own corpus score and segment scores of ``stats`` (one ``EVAL`` line): the
+        reference that :func:`.meteor_stats.meteor_score` is tested against."""
         if not stats:
             return 0.0, []
         answers = self._exchange(["EVAL ||| " + " ||| ".join(stats)], len(stats) + 1)
@@ -156,16 +157,16 @@ class MeteorProcess:
         proc = getattr(self, "_proc", None)
         if proc is None or proc.poll() is not None:
             return
+        # killed, not asked to finish: it keeps no state, and a JVM still loading the paraphrase
+        # table (prewarmed for a scoring whose statistics were all cached) would read its end of
+        # input only once loaded
         try:
             if proc.stdin:
                 proc.stdin.close()
         except OSError:
             pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        proc.kill()
+        proc.wait()
 
     def __enter__(self) -> "MeteorProcess":
         return self
@@ -174,51 +175,13 @@ class MeteorProcess:
         self.close()
 
 
-# Layout of a METEOR 1.5 statistics line (MeteorStats(String)): test length, reference length,
-# test / reference function words, then per matcher stage (exact, stem, synonym, paraphrase)
-# test content, reference content, test function, reference function matches; then chunks,
-# test word matches, reference word matches.
-_TEST_LEN, _REF_LEN, _CHUNKS = 0, 1, 20
-_TEST_MATCH_COLS = [4 + 4 * s + k for s in range(4) for k in (0, 2)]
-_REF_MATCH_COLS = [4 + 4 * s + k for s in range(4) for k in (1, 3)]
-
-
-def aggregate_statistics(stats, weights=None):
-    """Sum statistics the way METEOR's ``MeteorStats.addStats`` does, so that scoring the sum
-    equals METEOR's corpus score of the segments (each counted ``weights[i]`` times).
-
-    Every field is summed, except that a perfectly matched segment (all words of test and
-    reference matched in one chunk) contributes no chunk: METEOR 1.5 skips its chunk count.
-    ``weights`` may be a vector (one sum) or a matrix (one sum per row, for bootstrap).
-    """
-    import numpy as np
-
-    stats = np.asarray(stats, dtype=float)
-    perfect = (
-        (stats[:, _TEST_MATCH_COLS].sum(axis=1) == stats[:, _TEST_LEN])
-        & (stats[:, _REF_MATCH_COLS].sum(axis=1) == stats[:, _REF_LEN])
-        & (stats[:, _CHUNKS] == 1)
-    )
-    adjusted = stats.copy()
-    adjusted[perfect, _CHUNKS] = 0.0
-    if weights is None:
-        return adjusted.sum(axis=0)
-    return np.asarray(weights, dtype=float) @ adjusted
-
-
-def stats_line(row) -> str:
-    """A statistics line from :func:`aggregate_statistics`: METEOR scores it as the corpus of
-    the segments summed into it, so one line scores a whole group or resample."""
-    return " ".join(repr(float(v)) for v in row)
-
-
 _IDLE: list[MeteorProcess] = []
 _IDLE_LOCK = threading.Lock()
 
 
 def acquire_process() -> MeteorProcess:
     """A warm METEOR JVM left idle by an earlier scoring in this Python process, else a new one.
-    Loading costs ~6 s of a core (the paraphrase table) and the ``SCORE`` / ``EVAL`` protocol
+    Loading costs ~6 s of a core (the paraphrase table) and the ``SCORE`` protocol
     keeps no state between requests, so ``compare`` (two systems), a second protocol or the
     next scoring in a notebook or test session reuses the JVM instead of loading it again."""
     with _IDLE_LOCK:
@@ -417,9 +380,9 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
 
 
 class Meteor(Metric):
-    """METEOR 1.5: one JVM aligns every pair once (statistics lines); a group's, or a
-    resample's, corpus score is METEOR's own ``EVAL`` of the statistics summed as
-    :func:`aggregate_statistics` sums them, every group in a single call."""
+    """METEOR 1.5: one JVM aligns every distinct pair once (statistics lines); a segment's, a
+    group's or a resample's score is METEOR's arithmetic on the statistics, summed as METEOR
+    sums them (:mod:`.meteor_stats`)."""
 
     family = "METEOR"
     columns = ("METEOR",)
@@ -427,9 +390,8 @@ class Meteor(Metric):
     background = True  # alignment runs in the JVM while the other metrics compute
 
     def start(self) -> None:
-        # the JVMs load (or are warm already) while the captions are tokenized; the first also scores (EVAL)
+        # the JVMs load (or are warm already) while the captions are tokenized
         self.workers = acquire_processes(meteor_workers())
-        self.process = self.workers[0]
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
@@ -456,30 +418,17 @@ class Meteor(Metric):
         self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
 
     def scores(self, groups):
-        import numpy as np
-
-        result: dict[str, dict[str, Optional[float]]] = {}
+        result = {g: {"METEOR": float(meteor_score(aggregate_statistics(self.stats[idx]))[0]) if idx else 0.0}
+                  for g, idx in groups.items()}
         if "overall" in groups:
-            overall, segments = self.process.evaluate(self.lines)
-            self._per_pair = np.array(segments)
-            result["overall"] = {"METEOR": float(overall)}
-        others = [g for g in groups if g != "overall" and groups[g]]
-        summed = [stats_line(aggregate_statistics(self.stats[groups[g]])) for g in others]
-        _, values = self.process.evaluate(summed) if summed else (0.0, [])
-        result.update({g: {"METEOR": float(v)} for g, v in zip(others, values)})
-        for g in groups:
-            result.setdefault(g, {"METEOR": 0.0})
+            self._per_pair = meteor_score(self.stats)
         return result
 
     def per_pair(self):
         return {"METEOR": self._per_pair} if hasattr(self, "_per_pair") else {}
 
     def resample(self, idx, weights):
-        import numpy as np
-
-        summed = aggregate_statistics(self.stats[idx], weights)
-        _, values = self.process.evaluate([stats_line(row) for row in summed])
-        return {"METEOR": np.array(values)}
+        return {"METEOR": meteor_score(aggregate_statistics(self.stats[idx], weights))}
 
     def close(self) -> None:
         release_processes(getattr(self, "workers", []))
