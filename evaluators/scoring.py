@@ -89,7 +89,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     from idc_toolkit.metrics.registry import resolve_families
     from idc_toolkit.runs.fingerprint import digest, path_content
 
-    from .outputs import build_meta, metrics_dict, open_evaluation_folder, write_outputs
+    from .outputs import build_meta, metrics_dict, open_evaluation_folder, preload_chart_libraries, write_outputs
     from .protocols import get_protocol
 
     out = None if out is None else output_folder(out, EvaluationError)
@@ -141,6 +141,8 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
         check_lengths(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
     for w in prep.warnings:
         log.warning("warning: %s", w)
+    if out is not None:
+        preload_chart_libraries()
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, spice_jars, bootstrap, seed,
                           progress=progress, tokenize=proto.tokenize)
     if result.spice_status not in ("ok", "not requested"):

@@ -32,10 +32,13 @@ def build_cache(
     families: Sequence[str],
     spice_jars: Optional[str] = None,
     tokenize: Optional[Callable[[list[str]], list[str]]] = None,
+    on_computed: Optional[Callable[[Metric], None]] = None,
 ) -> PairCache:
     """Tokenize once (coco-caption's PTB tokenizer unless ``tokenize`` is given: a protocol's
     own) and compute every metric's per-pair results (background metrics, i.e. METEOR's JVM,
-    run in a thread beside the others). The caller closes the cache."""
+    run in a thread beside the others). ``on_computed(metric)`` runs as soon as one metric's
+    results are ready, in the thread that computed them: :func:`score_groups` scores the groups
+    of BLEU, ROUGE-L and CIDEr while METEOR still aligns. The caller closes the cache."""
     ids = list(references)
     metrics = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
     cache = PairCache(ids=ids, hypotheses=[], references=[], metrics=metrics)
@@ -56,6 +59,8 @@ def build_cache(
         def run(metric: Metric) -> None:
             try:
                 metric.compute(cache.hypotheses, cache.references)
+                if on_computed is not None:
+                    on_computed(metric)
             except BaseException as exc:  # re-raised in the calling thread
                 errors.append(exc)
 
@@ -65,6 +70,8 @@ def build_cache(
         for m in metrics.values():
             if not m.background:
                 m.compute(cache.hypotheses, cache.references)
+                if on_computed is not None:
+                    on_computed(m)
         for t in threads:
             t.join()
         if errors:
@@ -98,19 +105,25 @@ def score_groups(
     n_refs = sum(len(r) for r in references.values())
     say(f"tokenizing {len(references) + n_refs:,} captions; {', '.join(families)} on {len(references):,} pairs"
         + (" (METEOR aligns every pair once in its JVM)" if "METEOR" in families else ""))
-    cache = build_cache(hypotheses, references, families, spice_jars, tokenize)
+    position = {pid: k for k, pid in enumerate(references)}  # the cache's pair order
+    group_indices = {"overall": list(range(len(position)))}
+    for gname, gids in (groups or {}).items():
+        group_indices[gname] = [position[g] for g in gids]
+    scored = {g: idx for g, idx in group_indices.items() if idx}  # an empty group has no score, not 0
+    by_metric: dict[str, tuple[dict, dict]] = {}
+
+    def aggregate(metric: Metric) -> None:  # each metric's groups, as soon as its pairs are scored
+        by_metric[metric.family] = (metric.scores(scored), metric.per_pair())
+
+    cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate)
     try:
-        position = {pid: k for k, pid in enumerate(cache.ids)}
-        group_indices = {"overall": list(range(len(cache.ids)))}
-        for gname, gids in (groups or {}).items():
-            group_indices[gname] = [position[g] for g in gids]
         scores: dict[str, dict[str, Optional[float]]] = {g: {} for g in group_indices}
         per_pair: dict[str, np.ndarray] = {}
-        scored = {g: idx for g, idx in group_indices.items() if idx}  # an empty group has no score, not 0
-        for metric in cache.metrics.values():
-            for gname, values in metric.scores(scored).items():
+        for family in cache.metrics:  # in the registry's order, whichever finished first
+            group_values, pair_values = by_metric[family]
+            for gname, values in group_values.items():
                 scores[gname].update(values)
-            per_pair.update(metric.per_pair())
+            per_pair.update(pair_values)
         for gname in group_indices:
             if gname not in scored:
                 scores[gname] = {k: None for k in columns(families)}
