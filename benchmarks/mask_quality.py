@@ -70,6 +70,12 @@ def iou(truth: np.ndarray, pred: np.ndarray) -> float:
     return float((truth & pred).sum() / union) if union else 1.0
 
 
+#: the distractors that leave a per-pixel difference on unchanged pixels (sensor noise, JPEG,
+#: resampling by a sub-pixel camera shift); the others (none, tone changes, integer shifts) are
+#: clean once aligned. The size classes are also reported for each kind.
+NOISY_DISTRACTORS = ("noise", "jpeg", "subpixel", "combined")
+
+
 #: a change whose truth has fewer pixels than this (under a 4x4 object at the pair's size:
 #: nothing a caption names) is reported on its own row, not in the classes; the toolkit drops
 #: clusters under ``MaskParams.min_region`` (12) pixels by design, so it finds none of them
@@ -92,8 +98,9 @@ def score(pairs, method) -> dict:
         inter = float((p.truth & pred).sum())
         value = (iou(p.truth, pred), inter / max(1.0, float(pred.sum())), inter / max(1.0, float(p.truth.sum())))
         w, h = p.image_size
+        kind = "noisy" if p.distractor in NOISY_DISTRACTORS else "clean"
         keys = ("all", f"size class {p.size_class}", f"shape {p.shape}", f"change {p.change}", f"image {w}x{h}",
-                f"under {p.distractor}")
+                f"under {p.distractor}", f"{kind}: size class {p.size_class}", f"{kind}: all")
         if p.truth.sum() < MIN_TRUTH_PIXELS:
             keys = (f"changes under {MIN_TRUTH_PIXELS} px",)
         for key in keys:
@@ -137,7 +144,9 @@ def main() -> None:
     names = list(results)
     order = (["all"] + [f"size class {n}" for n, _, _ in SIZE_CLASSES] + [f"shape {s}" for s in SHAPES]
              + [f"change {c}" for c in WIDE_CHANGES] + sorted(k for k in results[names[0]]["groups"] if k.startswith("image"))
-             + sorted(k for k in results[names[0]]["groups"] if k.startswith("under")) + [f"changes under {MIN_TRUTH_PIXELS} px"])
+             + sorted(k for k in results[names[0]]["groups"] if k.startswith("under"))
+             + [f"{kind}: {what}" for kind in ("clean", "noisy") for what in ["all"] + [f"size class {n}" for n, _, _ in SIZE_CLASSES]]
+             + [f"changes under {MIN_TRUTH_PIXELS} px"])
     print("| mean IoU (precision / recall), pairs | " + " | ".join(names) + " |")
     print("| --- | " + " | ".join("---:" for _ in names) + " |")
     for key in order:

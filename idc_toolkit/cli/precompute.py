@@ -33,7 +33,10 @@ MASK_PARAM_HELP = {
     "grow_ratio": "a grown pixel's envelope distance must exceed this x the threshold",
     "clean_grow": "hysteresis steps on a clean pair, by plain difference alone (0: none)",
     "clean_subpixel": "a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...",
-    "clean_noise": "... and its noise level under this (0-255 levels)",
+    "clean_noise": "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)",
+    "white_ratio": "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones",
+    "white_seed_k": "on a still pair with white noise the plain difference seeds above this x its median ...",
+    "white_grow_k": "... and the growth follows it above this x its median",
 }
 
 

@@ -102,12 +102,14 @@ def add_change_masks(
             "each image lies outside the other's 3x3 range, in luma and 3x3-smoothed chroma, a chroma plane counted "
             "where its unsmoothed envelope agrees) thresholded at max(`delta`, `noise_k` x the pair's median "
             "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (on a pair with no sub-pixel "
-            "remainder and no noise, the plain RGB difference also seeds, and the growth takes `clean_grow` steps by it alone); DBSCAN (`eps`, `min_samples`, computed "
+            "remainder and no noise, the plain RGB difference also seeds, and the growth takes `clean_grow` steps by it alone; with no "
+            "sub-pixel remainder and white noise, the plain difference in luma and chroma seeds above `white_seed_k` and grows above "
+            "`white_grow_k` x its median); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid); clusters under `min_region` pixels dropped; each region closed 3x3 "
             "and, with `fill_holes`, hole-filled (`pipeline_revision` names this pipeline's version).",
             "",
             "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
-            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*` values and `fill_holes` are "
+            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*` and `white_*` values and `fill_holes` are "
             "idc-toolkit's choices, and the alignment, tone curve, envelope distance and growth are our additions "
             "(benchmarks/mask_quality.py: mean IoU 0.85, 0.88 without `fill_holes`, on 685 pairs made from 22 real "
             "photographs at four image sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
