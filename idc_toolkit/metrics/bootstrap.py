@@ -6,7 +6,7 @@ What one resample recomputes, per metric:
   (the "closest" reference length of a pair does not depend on the other pairs), so every
   resample is an exact coco-caption BLEU of that multiset of pairs.
 * METEOR: METEOR's own corpus score of the resampled pairs' summed statistics (one summed
-  statistics line per resample, all resamples scored by the same JVM in one ``EVAL``): an
+  statistics row per resample, scored by METEOR's arithmetic, :mod:`.meteor_stats`): an
   exact METEOR of that multiset.
 * ROUGE-L, SPICE: the mean of the resampled per-pair scores (what their corpus score is).
 * CIDEr: the mean of the resampled per-pair CIDEr-D, with the document frequencies of the
