@@ -186,12 +186,13 @@ def preload_chart_libraries() -> None:
     """Import what :func:`plot_by_category` needs in a background thread. The import (0.3-0.8 s:
     matplotlib, its font list) then overlaps METEOR's alignment, during which Python waits,
     instead of following the scoring; a fresh ``idc-eval`` finishes that much sooner."""
+    import importlib
     import threading
 
     def load() -> None:
         try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
-            from matplotlib.figure import Figure  # noqa: F401
+            for module in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
+                importlib.import_module(module)
         except BaseException:  # only a head start: drawing imports again and reports what fails
             pass
 
