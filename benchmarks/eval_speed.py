@@ -12,7 +12,8 @@ prints, in one run:
       command: no warm METEOR JVM, a cold statistics cache;
   (e) the same again in the same process: warm JVM and cache (a second protocol, ``compare``);
   (f) the naive run as a fresh process, and (g) ``idc-eval --predictions`` as the fresh command a
-      user types (interpreter start, imports, cold METEOR cache): the issue's measure;
+      user types (interpreter start, imports, cold METEOR cache): the issue's measure, run as
+      ``--fresh-repeats`` alternating pairs with their median ratio;
   and the largest absolute difference between (b) and (c) over every group and metric.
   METEOR's JVMs: ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
@@ -21,7 +22,7 @@ same five references, and a trained model answers 70% of them with one of those 
 many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoevalcap every
 time. The number of distinct segments is printed either way.
 
-    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change]
+    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change] [--fresh-repeats 3]
 """
 
 from __future__ import annotations
@@ -66,25 +67,30 @@ print(pycocoevalcap_scores(refs, hyps)[0])
 """
 
 
-def _fresh_processes(tmp_path, metrics) -> dict[str, float]:
-    """(f) and (g): both as new processes, interpreter start and imports included."""
+def _fresh_processes(tmp_path, metrics, repeats: int) -> list[tuple[float, float]]:
+    """(f) and (g), ``repeats`` times, alternately: both as new processes, interpreter start and
+    imports included, each (g) with a cold METEOR statistics cache of its own. Alternating
+    puts each pair on the same moment of a machine whose speed drifts."""
     import os
+    import shutil
     import subprocess
     import sys
 
-    times = {}
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", NAIVE_SCRIPT, str(tmp_path / "refs.json"), str(tmp_path / "preds.json")],
-                   check=True, capture_output=True)
-    times["naive"] = time.perf_counter() - t
-    env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / "fresh_meteor.sqlite")}
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
-                    "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
-                    "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
-                    "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
-    times["idc-eval"] = time.perf_counter() - t
-    return times
+    pairs = []
+    for k in range(repeats):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", NAIVE_SCRIPT, str(tmp_path / "refs.json"), str(tmp_path / "preds.json")],
+                       check=True, capture_output=True)
+        naive = time.perf_counter() - t
+        env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / f"fresh_meteor_{k}.sqlite")}
+        shutil.rmtree(tmp_path / "out_fresh", ignore_errors=True)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
+                        "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
+                        "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
+                        "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
+        pairs.append((naive, time.perf_counter() - t))
+    return pairs
 
 
 def main() -> None:
@@ -99,6 +105,7 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=8000)
     p.add_argument("--skip-naive-groups", action="store_true", help="skip (b), the slowest part")
     p.add_argument("--levir-no-change", action="store_true", help="no-change pairs shaped as LEVIR-CC's (shared references)")
+    p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) pairs (the machine's speed drifts)")
     args = p.parse_args()
 
     hyps, refs, cats = synthetic_caption_set(args.pairs, n_refs=5, seed=1234)
@@ -166,13 +173,19 @@ def main() -> None:
                 ev = evaluate(str(tmp_path / "preds.json"), out=tmp_path / f"out_{run}", **options)
             times.append(time.perf_counter() - t)
         n_groups = len(ev.result.groups)
-        fresh = _fresh_processes(tmp_path, metrics)
+        fresh = _fresh_processes(tmp_path, metrics, args.fresh_repeats)
     print(f"(d) idc-eval end to end, {n_groups} groups, METEOR cache cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a); "
           f"{meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores)")
     print(f"(e) the same, METEOR JVM and statistics warm:   {times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
-    print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {fresh['naive']:7.1f} s")
-    print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
-          f"{fresh['idc-eval']:7.1f} s   ({fresh['idc-eval'] / fresh['naive']:.2f} x (f))")
+    import statistics
+
+    for naive, ours in fresh:
+        print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {naive:7.1f} s")
+        print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
+              f"{ours:7.1f} s   ({ours / naive:.2f} x (f))")
+    if len(fresh) > 1:
+        print(f"(g) / (f) over {len(fresh)} alternating pairs: median {statistics.median(o / n for n, o in fresh):.2f}, "
+              f"range {min(o / n for n, o in fresh):.2f}-{max(o / n for n, o in fresh):.2f}")
 
     worst = 0.0
     for g, naive in naive_groups.items():
