@@ -179,13 +179,14 @@ def main() -> None:
     print(f"(e) the same, METEOR JVM and statistics warm:   {times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
     import statistics
 
-    for naive, ours in fresh:
+    ratios = [command / naive for naive, command in fresh]
+    for naive, command in fresh:
         print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {naive:7.1f} s")
         print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
-              f"{ours:7.1f} s   ({ours / naive:.2f} x (f))")
+              f"{command:7.1f} s   ({command / naive:.2f} x (f))")
     if len(fresh) > 1:
-        print(f"(g) / (f) over {len(fresh)} alternating pairs: median {statistics.median(o / n for n, o in fresh):.2f}, "
-              f"range {min(o / n for n, o in fresh):.2f}-{max(o / n for n, o in fresh):.2f}")
+        print(f"(g) / (f) over {len(fresh)} alternating pairs: median {statistics.median(ratios):.2f}, "
+              f"range {min(ratios):.2f}-{max(ratios):.2f}")
 
     worst = 0.0
     for g, naive in naive_groups.items():
