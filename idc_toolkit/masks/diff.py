@@ -269,11 +269,18 @@ def envelope_distance(a: Planes, b: Planes) -> np.ndarray:
     the two): smoothing keeps JPEG's half-resolution chroma out of the mask, but alone it
     spreads a colour change one pixel beyond the object, which doubled the mask of a pole 2.5
     pixels wide (benchmarks/mask_quality.py)."""
+    return _largest_over_planes(a, b, _envelope)
+
+
+def _largest_over_planes(a: Planes, b: Planes, distance) -> np.ndarray:
+    """Per pixel, the largest ``distance(plane_a, plane_b)`` over luma and the two smoothed
+    chroma planes, a chroma plane counted where its unsmoothed ``distance`` agrees (the smaller
+    of the two): how :func:`envelope_distance` and :func:`plane_distance` treat chroma."""
     out = np.zeros(a.raw[0].shape, dtype=np.float32)
     for plane, (pa, pb) in enumerate(zip(a.smooth, b.smooth)):
-        d = _envelope(pa, pb)
+        d = distance(pa, pb)
         if plane:
-            np.minimum(d, _envelope(a.raw[plane], b.raw[plane]), out=d)
+            np.minimum(d, distance(a.raw[plane], b.raw[plane]), out=d)
         np.maximum(out, d, out=out)
     return out
 
@@ -308,11 +315,7 @@ def plane_distance(a: Planes, b: Planes) -> np.ndarray:
     distance's planes without its 3x3 tolerance. Where sensor noise is white this is an exact
     per-pixel change measure, and JPEG's half-resolution chroma stays out of it (the RGB plain
     difference lit a saturated red rim under JPEG: 3.5% of a distractor-only pair)."""
-    out = np.abs(a.raw[0] - b.raw[0])
-    for plane in (1, 2):
-        d = np.minimum(np.abs(a.smooth[plane] - b.smooth[plane]), np.abs(a.raw[plane] - b.raw[plane]))
-        np.maximum(out, d, out=out)
-    return out
+    return _largest_over_planes(a, b, lambda pa, pb: np.abs(pa - pb))
 
 
 def texture(rgb: np.ndarray) -> np.ndarray:
