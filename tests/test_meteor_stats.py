@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from idc_toolkit.metrics import meteor as meteor_mod
+from idc_toolkit.metrics.core import build_cache
 from idc_toolkit.metrics.meteor_stats import aggregate_statistics, meteor_score, stats_line
-from idc_toolkit.metrics.tokenizer import ptb_tokenize
 
 from test_metrics_exact import _ddla
 
@@ -18,19 +18,15 @@ def test_segment_group_and_resample_scores_equal_meteors_eval_bit_for_bit(shared
     only): every segment score, every group's corpus score and every bootstrap resample's."""
     hyps, refs = _ddla(shared)
     ids = sorted(hyps)[:600]
-    flat = [r for i in ids for r in refs[i]]
-    tokens = ptb_tokenize(flat + [hyps[i] for i in ids])
-    hyp_tokens, pos, ref_tokens = tokens[len(flat):], 0, []
-    for i in ids:
-        ref_tokens.append(tokens[pos: pos + len(refs[i])])
-        pos += len(refs[i])
-    odd = ["", "the", "the of a", "a red car moved", "zzz qqq", "a car"]
-    hyp_tokens += odd
-    ref_tokens += [["a red car moved"], ["a car"], ["a red car moved"], ["a red car moved"], ["a car"], ["the the the"]]
-    process = meteor_mod.acquire_process()
+    hyps, refs = {i: hyps[i] for i in ids}, {i: refs[i] for i in ids}
+    odd = [("", ["a red car moved"]), ("the", ["a car"]), ("the of a", ["a red car moved"]),
+           ("a red car moved", ["a red car moved"]), ("zzz qqq", ["a car"]), ("a car", ["the the the"])]
+    for k, (h, r) in enumerate(odd):
+        hyps[f"odd{k}"], refs[f"odd{k}"] = h, r
+    cache = build_cache(hyps, refs, ["METEOR"])  # tokenized and aligned as a scoring does
     try:
-        lines = process.statistics(hyp_tokens, ref_tokens)
-        stats = np.array([[float(x) for x in line.split()] for line in lines])
+        meteor = cache.metrics["METEOR"]
+        process, lines, stats = meteor.workers[0], meteor.lines, meteor.stats
         corpus, segments = process.evaluate(lines)
         assert np.array_equal(meteor_score(stats), np.array(segments))
         assert meteor_score(aggregate_statistics(stats))[0] == corpus
@@ -41,7 +37,7 @@ def test_segment_group_and_resample_scores_equal_meteors_eval_bit_for_bit(shared
         _, theirs = process.evaluate([stats_line(row) for row in sums])
         assert np.array_equal(meteor_score(sums), np.array(theirs))
     finally:
-        meteor_mod.release_process(process)
+        cache.close()
     assert meteor_score(stats[-6:])[0] == 0.0 and meteor_score(stats[-6:])[3] > 0.99  # the empty and the perfect one
 
 

@@ -27,6 +27,15 @@ ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
 STAGE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)
 
 
+def perfect_segments(stats):
+    """Rows whose every test and reference word is matched, in one chunk: ``computeMetrics``
+    gives them no fragmentation and ``addStats`` adds no chunk for them. The match counts are
+    whole numbers, so their sums are exact in any order."""
+    return ((stats[:, TEST_MATCH_COLS].sum(axis=1) == stats[:, TEST_LEN])
+            & (stats[:, REF_MATCH_COLS].sum(axis=1) == stats[:, REF_LEN])
+            & (stats[:, CHUNKS] == 1))
+
+
 def aggregate_statistics(stats, weights=None):
     """Sum statistics the way METEOR's ``MeteorStats.addStats`` does, so that scoring the sum
     equals METEOR's corpus score of the segments (each counted ``weights[i]`` times).
@@ -39,13 +48,8 @@ def aggregate_statistics(stats, weights=None):
     import numpy as np
 
     stats = np.asarray(stats, dtype=float)
-    perfect = (
-        (stats[:, TEST_MATCH_COLS].sum(axis=1) == stats[:, TEST_LEN])
-        & (stats[:, REF_MATCH_COLS].sum(axis=1) == stats[:, REF_LEN])
-        & (stats[:, CHUNKS] == 1)
-    )
     adjusted = stats.copy()
-    adjusted[perfect, CHUNKS] = 0.0
+    adjusted[perfect_segments(stats), CHUNKS] = 0.0
     if weights is None:
         return adjusted.sum(axis=0)
     return np.asarray(weights, dtype=float) @ adjusted
@@ -61,12 +65,6 @@ def meteor_score(stats):
     import numpy as np
 
     s = np.atleast_2d(np.asarray(stats, dtype=float))
-    test_total = np.zeros(len(s))
-    ref_total = np.zeros(len(s))
-    for stage in range(STAGES):
-        for k in (0, 2):  # content, then function words, as the statistics line is parsed
-            test_total = test_total + s[:, 4 + 4 * stage + k]
-            ref_total = ref_total + s[:, 5 + 4 * stage + k]
     test_weighted = np.zeros(len(s))
     ref_weighted = np.zeros(len(s))
     for k, factor in ((0, DELTA), (2, 1.0 - DELTA)):
@@ -80,8 +78,7 @@ def meteor_score(stats):
         precision = test_weighted / test_length
         recall = ref_weighted / ref_length
         f_mean = 1.0 / ((1.0 - ALPHA) / precision + ALPHA / recall)
-        perfect = (test_total == s[:, TEST_LEN]) & (ref_total == s[:, REF_LEN]) & (s[:, CHUNKS] == 1)
-        fragmentation = np.where(perfect, 0.0, s[:, CHUNKS] / ((s[:, TEST_WORD_MATCHES] + s[:, REF_WORD_MATCHES]) / 2.0))
+        fragmentation = np.where(perfect_segments(s), 0.0, s[:, CHUNKS] / ((s[:, TEST_WORD_MATCHES] + s[:, REF_WORD_MATCHES]) / 2.0))
         score = f_mean * (1.0 - GAMMA * np.power(fragmentation, BETA))
     return np.where(np.isnan(score), 0.0, np.maximum(score, 0.0))
 
