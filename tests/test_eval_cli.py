@@ -114,7 +114,7 @@ def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, m
     b = {p: "a small cube has changed its colour" for p in refs.captions}
     acquired = []
     original = meteor.acquire_process
-    monkeypatch.setattr(meteor, "acquire_process", lambda: acquired.append(1) or original())
+    monkeypatch.setattr(meteor, "acquire_process", lambda *a: acquired.append(1) or original(*a))
     report = compare_systems(a, b, dataset=str(demo_dataset), metrics=["METEOR"], bootstrap=20)
     assert len(acquired) == meteor.meteor_workers()  # not one set per system
     for system, key in ((a, "a"), (b, "b")):

@@ -156,18 +156,17 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
 
     monkeypatch.setenv("IDC_METEOR_CACHE", str(tmp_path / "stats.sqlite"))
     hyps, refs = ["a cube", "the red sphere", "a cube"], [["a cube"], ["a sphere"], ["two cubes"]]
-    runs = []
-    for _ in range(2):
+    def run():
+        worker = Worker()
+        monkeypatch.setattr(meteor_mod, "acquire_processes", lambda n, need=None: [worker])
         m = meteor_mod.Meteor()
-        m.workers = [Worker()]
         m.compute(hyps, refs)
-        runs.append((m.workers[0].asked, m.lines))
+        return worker.asked, m.lines
+
+    runs = [run(), run()]
     assert runs[0][0] == 3 and runs[1][0] == 0 and runs[0][1] == runs[1][1]
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
-    m = meteor_mod.Meteor()
-    m.workers = [Worker()]
-    m.compute(hyps, refs)
-    assert m.workers[0].asked == 3  # no cache: everything aligned
+    assert run()[0] == 3  # no cache: everything aligned
 
 
 def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):

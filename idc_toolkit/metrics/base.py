@@ -56,6 +56,10 @@ class Metric:
     def start(self) -> None:
         """Called before tokenization, so slow start-ups (a JVM) overlap it."""
 
+    def prepare(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+        """Called with the tokenized pairs before any metric computes: a background metric
+        starts its JVM here, before the others' Python work competes for the interpreter."""
+
     def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         """Per-pair intermediate results of the tokenized pairs."""
         raise NotImplementedError

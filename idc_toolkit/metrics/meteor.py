@@ -4,7 +4,8 @@ coco-caption semantics: for each pair one ``SCORE ||| ref1 ||| ... ||| hyp`` lin
 pair's sufficient statistics; METEOR's corpus score is computed from the *summed* statistics.
 So a group's score is the score of its pairs' summed statistics (:mod:`.meteor_stats`, METEOR's
 own arithmetic): identical to a separate pycocoevalcap run on the group, without restarting the
-JVM (7 s: it loads the paraphrase table) or re-aligning any segment.
+JVM or re-aligning any segment. The JVM loads only the part of METEOR's paraphrase table that
+the references can match (:mod:`.paraphrase`: 0.5-1.5 s instead of 6-9 s for all of it).
 
 What pycocoevalcap gets wrong and this module does not: ``SCORE`` lines are pipelined by a
 writer thread instead of one blocking round trip each; every read has a timeout; a dead or
@@ -24,6 +25,7 @@ from typing import Optional, Sequence
 from ..errors import EvaluationError
 from .base import Metric
 from .meteor_stats import aggregate_statistics, meteor_score
+from .paraphrase import Coverage, coverage_needed, load_in_background, write_cut_table
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -55,16 +57,22 @@ def score_line(hypothesis: str, references: Sequence[str]) -> str:
 
 
 class MeteorProcess:
-    """One METEOR JVM; start it early, it loads in the background while Python works."""
+    """One METEOR JVM; start it early, it loads in the background while Python works.
 
-    def __init__(self, timeout: float = 300.0):
+    With ``coverage`` it loads a paraphrase table cut to what ``coverage`` can match
+    (:func:`.paraphrase.write_cut_table`) and aligns only references that ``coverage`` covers
+    as the whole table would (:meth:`covers`); without, the whole table."""
+
+    def __init__(self, timeout: float = 300.0, coverage: Optional[Coverage] = None):
         self.timeout = timeout
+        self.coverage = coverage
+        table = ["-a", str(write_cut_table(coverage))] if coverage is not None else []
         #: False while an exchange is under way: a process left mid-answer must not be reused
         self.in_step = True
         self._stderr: list[bytes] = []
         try:
             self._proc = subprocess.Popen(
-                [java_executable(), *JVM_TUNING, *METEOR_ARGS],
+                [java_executable(), *JVM_TUNING, *METEOR_ARGS, *table],
                 cwd=str(pycocoevalcap_dir() / "meteor"),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -130,6 +138,11 @@ class MeteorProcess:
         proc = getattr(self, "_proc", None)
         return proc is not None and proc.poll() is None
 
+    def covers(self, need: Optional[Coverage]) -> bool:
+        """Whether this JVM's paraphrase table holds every entry that references needing
+        ``need`` can match (None: references that need the whole table)."""
+        return self.coverage is None or (need is not None and self.coverage.covers(need))
+
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
         """Sufficient statistics of every (hypothesis, references) segment, in order."""
         lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
@@ -179,28 +192,36 @@ _IDLE: list[MeteorProcess] = []
 _IDLE_LOCK = threading.Lock()
 
 
-def acquire_process() -> MeteorProcess:
-    """A warm METEOR JVM left idle by an earlier scoring in this Python process, else a new one.
-    Loading costs ~6 s of a core (the paraphrase table) and the ``SCORE`` protocol
-    keeps no state between requests, so ``compare`` (two systems), a second protocol or the
-    next scoring in a notebook or test session reuses the JVM instead of loading it again."""
+def acquire_process(need: Optional[Coverage] = None) -> MeteorProcess:
+    """A warm METEOR JVM left idle by an earlier scoring in this Python process whose table
+    covers ``need``, else a new one with a table cut to ``need`` (the whole table for None).
+    The ``SCORE`` protocol keeps no state between requests, so ``compare`` (two systems), a
+    second protocol or the next scoring in a notebook reuses the JVM instead of loading it again."""
     with _IDLE_LOCK:
-        while _IDLE:
-            process = _IDLE.pop()
-            if process.alive() and process.in_step:
+        for process in list(_IDLE):
+            if not (process.alive() and process.in_step):
+                _IDLE.remove(process)
+                process.close()
+            elif process.covers(need):
+                _IDLE.remove(process)
                 return process
-            process.close()
-    return MeteorProcess()
+    return MeteorProcess(coverage=need)
 
 
 def release_process(process: MeteorProcess) -> None:
-    """Keep a healthy JVM whose last exchange completed for the next scoring (at most
-    :func:`meteor_workers` stay idle, all closed at exit); close any other."""
+    """Keep a healthy JVM whose last exchange completed for the next scoring, which likely
+    scores against the same references (at most :func:`meteor_workers` stay idle, the least
+    recently used closed first, all closed at exit); close any other."""
+    evicted = []
     with _IDLE_LOCK:
-        if process.alive() and process.in_step and len(_IDLE) < meteor_workers():
+        if process.alive() and process.in_step:
             _IDLE.append(process)
-            return
-    process.close()
+            while len(_IDLE) > meteor_workers():
+                evicted.append(_IDLE.pop(0))
+        else:
+            evicted.append(process)
+    for old in evicted:
+        old.close()
 
 
 _SHARED: list[list[MeteorProcess]] = []  # the JVMs lent to every METEOR metric inside one_jvm_set()
@@ -226,14 +247,14 @@ def one_jvm_set():
             release_process(process)
 
 
-def acquire_processes(n: int) -> list[MeteorProcess]:
-    """``n`` JVMs for one METEOR metric: the block's own inside :func:`one_jvm_set`, else
-    warm idle ones or new ones (:func:`acquire_process`)."""
+def acquire_processes(n: int, need: Optional[Coverage] = None) -> list[MeteorProcess]:
+    """``n`` JVMs for one METEOR metric whose tables cover ``need``: the block's own inside
+    :func:`one_jvm_set`, else warm idle ones or new ones (:func:`acquire_process`)."""
     with _IDLE_LOCK:
         shared = _SHARED[0] if _SHARED else None
-        if shared is not None and len(shared) == n and all(p.alive() for p in shared):
+        if shared is not None and len(shared) == n and all(p.alive() and p.covers(need) for p in shared):
             return shared
-    workers = [acquire_process() for _ in range(n)]
+    workers = [acquire_process(need) for _ in range(n)]
     if shared is None:
         return workers
     with _IDLE_LOCK:
@@ -253,9 +274,16 @@ def release_processes(workers: Sequence[MeteorProcess]) -> None:
 
 
 def prewarm() -> None:
-    """Start the JVMs a scoring will ask for, now, into the idle pool: each loads METEOR's
-    paraphrase table (~6 s of a core) in the background while the caller starts Python
-    libraries, reads the files and tokenizes. ``idc-eval --predictions`` calls it first thing."""
+    """Prepare, now, what a scoring will need while the caller starts Python libraries,
+    reads the files and tokenizes: the index of METEOR's paraphrase table (read in a thread),
+    or, where the whole table is used (``IDC_METEOR_PARAPHRASE=full``), the JVMs themselves,
+    into the idle pool (each loads the table, 6-9 s of a core). ``idc-eval --predictions``
+    calls it first thing."""
+    import os
+
+    if os.environ.get("IDC_METEOR_PARAPHRASE") != "full":
+        load_in_background()
+        return
     with _IDLE_LOCK:
         missing = meteor_workers() - len(_IDLE)
     for _ in range(max(0, missing)):
@@ -276,9 +304,9 @@ atexit.register(close_idle_processes)
 
 def meteor_workers() -> int:
     """JVMs that align segments in parallel: ``IDC_METEOR_WORKERS``, else one per 4 cores
-    (at most 4). Each JVM spends ~6 s of one core loading METEOR's paraphrase table before it
-    aligns anything, so on a 2-core machine two JVMs were slower than one (measured on 8,000
-    pairs: 12.9 s against 10.0 s); the split pays where cores are plenty."""
+    (at most 4). With the whole paraphrase table each JVM spent ~6 s of one core loading it
+    before it aligned anything, so on a 2-core machine two JVMs were slower than one (measured
+    on 8,000 pairs: 12.9 s against 10.0 s); the split pays where cores are plenty."""
     import os
 
     value = os.environ.get("IDC_METEOR_WORKERS")
@@ -390,12 +418,13 @@ class Meteor(Metric):
     background = True  # alignment runs in the JVM while the other metrics compute
 
     def start(self) -> None:
-        # the JVMs load (or are warm already) while the captions are tokenized
-        self.workers = acquire_processes(meteor_workers())
+        # the paraphrase index loads while the captions are tokenized; the JVMs start once
+        # the references they align are known (their table is cut to them)
+        load_in_background()
+        self.workers: list[MeteorProcess] = []
 
-    def compute(self, hypotheses, references) -> None:
-        import numpy as np
-
+    def prepare(self, hypotheses, references) -> None:
+        """The cached statistics, and JVMs started for the segments that are not cached."""
         lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
         # a segment's statistics depend on its SCORE line alone, so a repeated line is aligned
         # once: LEVIR-CC's ~1,000 no-change test pairs share their five references, and a model
@@ -406,16 +435,30 @@ class Meteor(Metric):
         unique = list(first)
         cache = StatisticsCache()
         try:
-            known = cache.get(unique)
-            todo = [first[unique[k]] for k in range(len(unique)) if k not in known]
-            fresh = parallel_statistics(self.workers, [hypotheses[i] for i in todo], [references[i] for i in todo]) if todo else []
+            self._known = {unique[k]: s for k, s in cache.get(unique).items()}
+        finally:
+            cache.close()
+        self._lines = lines
+        self._todo = [i for line, i in first.items() if line not in self._known]
+        if self._todo:
+            self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]))
+
+    def compute(self, hypotheses, references) -> None:
+        import numpy as np
+
+        if not hasattr(self, "_lines"):
+            self.prepare(hypotheses, references)
+        lines, todo, by_line = self._lines, self._todo, self._known
+        fresh = parallel_statistics(self.workers, [hypotheses[i] for i in todo], [references[i] for i in todo]) if todo else []
+        cache = StatisticsCache()
+        try:
             cache.put([lines[i] for i in todo], fresh)
         finally:
             cache.close()
-        by_line = {unique[k]: s for k, s in known.items()}
         by_line.update((lines[i], s) for i, s in zip(todo, fresh))
         self.lines = [by_line[line] for line in lines]
         self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
+        del self._lines, self._todo, self._known
 
     def scores(self, groups):
         result = {g: {"METEOR": float(meteor_score(aggregate_statistics(self.stats[idx]))[0]) if idx else 0.0}
