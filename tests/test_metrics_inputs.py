@@ -135,7 +135,8 @@ def test_parallel_meteor_workers_give_one_jvms_statistics():
     """Two JVMs aligning halves of the segments answer what one JVM answers for all of them."""
     hyps = [f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)]
     refs = [[f"a cube moved {k % 2} times", "the cube moved"] for k in range(len(hyps))]
-    procs = [meteor_mod.acquire_process(), MeteorProcess()]  # a warm JVM where an earlier test left one
+    need = meteor_mod.coverage_needed(refs)  # the table cut to these references, as a scoring loads it
+    procs = [meteor_mod.acquire_process(need), MeteorProcess(coverage=need)]  # a warm JVM where an earlier test left one
     try:
         split = meteor_mod.parallel_statistics(procs, hyps, refs)
         whole = procs[0].statistics(hyps, refs)
