@@ -189,3 +189,22 @@ def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):
     other = meteor_mod.acquire_process()
     assert other is not process and not process.alive()
     meteor_mod.release_process(other)
+
+
+def test_a_closed_meteor_jvm_leaves_no_open_pipe():
+    """Its pipes are closed with it: an evicted JVM used to leave ResourceWarnings that the
+    README test counted among the toolkit's own warnings."""
+    import gc
+    import time
+    import warnings
+
+    need = meteor_mod.coverage_needed([["a red car"]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        process = MeteorProcess(coverage=need)
+        assert process.statistics(["a car"], [["a red car"]])
+        process.close()
+        del process
+        time.sleep(0.5)  # the reader threads see the end of the pipes
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]

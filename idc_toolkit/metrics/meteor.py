@@ -87,15 +87,17 @@ class MeteorProcess:
 
     def _read_stdout(self) -> None:
         assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            self._lines.put(line)
+        with self._proc.stdout:  # each reader closes its pipe at the JVM's end (no ResourceWarning)
+            for line in self._proc.stdout:
+                self._lines.put(line)
         self._lines.put(None)
 
     def _read_stderr(self) -> None:
         assert self._proc.stderr is not None
-        for line in self._proc.stderr:
-            self._stderr.append(line)
-            del self._stderr[:-50]
+        with self._proc.stderr:
+            for line in self._proc.stderr:
+                self._stderr.append(line)
+                del self._stderr[:-50]
 
     def _fail(self, what: str) -> EvaluationError:
         self.close()
