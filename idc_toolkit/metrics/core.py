@@ -110,6 +110,12 @@ def score_groups(
     n_refs = sum(len(r) for r in references.values())
     say(f"tokenizing {len(references) + n_refs:,} captions; {', '.join(families)} on {len(references):,} pairs"
         + (" (METEOR aligns every pair once in its JVM)" if "METEOR" in families else ""))
+    if "METEOR" in families:
+        from .paraphrase import index_missing
+
+        if index_missing():
+            say("METEOR: indexing its paraphrase table, once for this machine (~8 s; later scorings load only "
+                "the entries their references can match)")
     position = {pid: k for k, pid in enumerate(references)}  # the cache's pair order
     group_indices = {"overall": list(range(len(position)))}
     for gname, gids in (groups or {}).items():

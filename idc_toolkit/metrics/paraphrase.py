@@ -171,6 +171,16 @@ def table_index() -> Optional[TableIndex]:
         return index
 
 
+def index_missing() -> bool:
+    """Whether the first scoring with METEOR will build the index (~8 s once per machine)."""
+    if os.environ.get("IDC_METEOR_PARAPHRASE") == "full" or _INDEX:
+        return False
+    try:
+        return not _index_file().is_file()
+    except OSError:  # no table: METEOR reports it when it starts
+        return False
+
+
 def load_in_background() -> None:
     """Read (or build) the index in a thread, while the caller imports and tokenizes."""
     if os.environ.get("IDC_METEOR_PARAPHRASE") != "full":
