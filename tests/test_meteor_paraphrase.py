@@ -105,3 +105,19 @@ def test_a_warm_jvm_serves_only_references_its_table_covers():
     finally:
         other.close()
         meteor_mod.close_idle_processes()
+
+
+def test_a_cache_that_cannot_be_written_means_the_whole_table_without_building(monkeypatch, tmp_path):
+    """No index is built where it cannot be kept (8 s in every process would cost more than the
+    whole table's load), and the answer holds for the process."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("IDC_CACHE", str(blocked))  # cache_dir() lies under a file: nothing can be created
+    monkeypatch.setattr(paraphrase, "_INDEX", [])
+
+    def no_build(table):
+        raise AssertionError("the index was built")
+
+    monkeypatch.setattr(paraphrase, "build_index", no_build)
+    assert paraphrase.table_index() is None and paraphrase.coverage_needed([["a red car"]]) is None
+    assert not paraphrase.index_missing()

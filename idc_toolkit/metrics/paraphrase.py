@@ -133,42 +133,50 @@ def _starts(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
-_INDEX: list[TableIndex] = []
+_INDEX: list[Optional[TableIndex]] = []  # once tried, the answer for the process (None: the whole table)
 _INDEX_LOCK = threading.Lock()
 
 
 def table_index() -> Optional[TableIndex]:
     """The index of METEOR's table, read from the toolkit's cache or built and stored there
-    once (None where it cannot be stored: a read-only home scores against the whole table)."""
+    once. None where the cache cannot be written (a read-only home: rebuilding the index in
+    every process would cost more than loading the whole table) or the table is not in the
+    layout it reads; those scorings use the whole table."""
     with _INDEX_LOCK:
-        if _INDEX:
-            return _INDEX[0]
-        path = _index_file()
-        index = None
-        if path.is_file():
-            try:
-                with np.load(path) as z:
-                    index = TableIndex(bytes(z["words"]).decode().split("\n"), z["first"], _starts(z["first_length"]),
-                                       z["second"], _starts(z["second_length"]))
-            except (OSError, ValueError, KeyError):
-                index = None  # a damaged file: built again below
-        if index is None:
-            try:
-                index = build_index(table_path())
-            except ValueError:
-                return None
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-                with os.fdopen(fd, "wb") as fh:
-                    np.savez(fh, words=np.frombuffer("\n".join(index.words).encode(), dtype=np.uint8),
-                             first=index.first, first_length=_lengths(index.first_start), second=index.second,
-                             second_length=_lengths(index.second_start))
-                os.replace(tmp, path)
-            except OSError:
-                return None
-        _INDEX.append(index)
-        return index
+        if not _INDEX:
+            _INDEX.append(_read_or_build())
+        return _INDEX[0]
+
+
+def _read_or_build() -> Optional[TableIndex]:
+    path = _index_file()
+    if path.is_file():
+        try:
+            with np.load(path) as z:
+                return TableIndex(bytes(z["words"]).decode().split("\n"), z["first"], _starts(z["first_length"]),
+                                  z["second"], _starts(z["second_length"]))
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged file: built again below
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+    except OSError:
+        return None
+    try:
+        index = build_index(table_path())
+    except ValueError:
+        os.close(fd)
+        os.unlink(tmp)
+        return None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, words=np.frombuffer("\n".join(index.words).encode(), dtype=np.uint8),
+                     first=index.first, first_length=_lengths(index.first_start), second=index.second,
+                     second_length=_lengths(index.second_start))
+        os.replace(tmp, path)
+    except OSError:  # a full disk: this process uses the index it built, the next builds it again
+        Path(tmp).unlink(missing_ok=True)
+    return index
 
 
 def index_missing() -> bool:
