@@ -199,6 +199,7 @@ def test_a_closed_meteor_jvm_leaves_no_open_pipe():
     import warnings
 
     need = meteor_mod.coverage_needed([["a red car"]])
+    gc.collect()  # what earlier tests left is not this JVM's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         process = MeteorProcess(coverage=need)

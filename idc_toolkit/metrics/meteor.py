@@ -170,16 +170,18 @@ class MeteorProcess:
 
     def close(self) -> None:
         proc = getattr(self, "_proc", None)
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        # killed, not asked to finish: it keeps no state, and a JVM still loading the paraphrase
-        # table (prewarmed for a scoring whose statistics were all cached) would read its end of
-        # input only once loaded
-        try:
+        try:  # also when the JVM has already exited (killed on a timeout, or dead): no open pipe left
             if proc.stdin:
                 proc.stdin.close()
         except OSError:
             pass
+        if proc.poll() is not None:
+            return
+        # killed, not asked to finish: it keeps no state, and a JVM still loading the paraphrase
+        # table (prewarmed for a scoring whose statistics were all cached) would read its end of
+        # input only once loaded
         proc.kill()
         proc.wait()
 
