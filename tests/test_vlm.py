@@ -148,3 +148,17 @@ def test_shards_and_a_kill_9_give_the_uninterrupted_file(vlms, demo_dataset, tmp
     model = json.loads((killed / "model.json").read_text())
     assert model["prompt"] == PROMPTS["scene"] and model["answer_cleaning"] == ANSWER_RULE
     assert model["preprocess"] == "two images in one user turn: before, then after"
+
+
+def test_tiny_byte_level_tokenizers_are_the_same_in_every_process():
+    """The byte symbols' ids do not follow the process's string hashing: a tiny model decoded
+    other text in another test session (one run's Qwen2-VL answered an empty string)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json; from idc_toolkit.models.tiny import tiny_tokenizer; "
+            "print(json.dumps(tiny_tokenizer().get_vocab(), sort_keys=True))")
+    vocabs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(vocabs) == 1

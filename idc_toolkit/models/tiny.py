@@ -16,7 +16,9 @@ def byte_level_tokenizer(specials: list[str], extra: tuple[str, ...] = (), **set
     from transformers import GPT2Tokenizer
 
     vocab = {t: i for i, t in enumerate(specials)}
-    for ch in pre_tokenizers.ByteLevel.alphabet():
+    # sorted: ``alphabet()`` comes from a set, so its order (and every byte's id) changed with
+    # each process's string hashing, and a test's tiny model decoded other text in another run
+    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
         vocab.setdefault(ch, len(vocab))
     tok = GPT2Tokenizer(vocab=vocab, merges=[], **settings)
     if extra:
