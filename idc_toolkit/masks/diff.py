@@ -294,10 +294,14 @@ def _largest_over_planes(a: Planes, b: Planes, distance) -> np.ndarray:
     return out
 
 
-def _envelope(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
-    lo_b, hi_b = _range3(pb)
-    lo_a, hi_a = _range3(pa)
+def _outside(pa: np.ndarray, pb: np.ndarray, range_a: tuple, range_b: tuple) -> np.ndarray:
+    """How far each image lies outside the other's range (lo, hi), the larger of the two."""
+    (lo_a, hi_a), (lo_b, hi_b) = range_a, range_b
     return np.maximum(np.maximum(pa - hi_b, lo_b - pa), np.maximum(pb - hi_a, lo_a - pb))
+
+
+def _envelope(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    return _outside(pa, pb, _range3(pa), _range3(pb))
 
 
 def _range_toward(x: np.ndarray, dy: float, dx: float) -> tuple[np.ndarray, np.ndarray]:
@@ -318,13 +322,7 @@ def directed_envelope_distance(a: Planes, b: Planes, subpixel: tuple[float, floa
     such a shift needs, and no more (the direction was measured: the opposite one lit
     distractor-only pairs up to 28%)."""
     dy, dx = subpixel
-
-    def directed(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
-        lo_b, hi_b = _range_toward(pb, dy, dx)
-        lo_a, hi_a = _range_toward(pa, -dy, -dx)
-        return np.maximum(np.maximum(pa - hi_b, lo_b - pa), np.maximum(pb - hi_a, lo_a - pb))
-
-    return _largest_over_planes(a, b, directed)
+    return _largest_over_planes(a, b, lambda pa, pb: _outside(pa, pb, _range_toward(pa, -dy, -dx), _range_toward(pb, dy, dx)))
 
 
 def threshold(params: MaskParams, distance: np.ndarray) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 from ..errors import EvaluationError
 from .base import Metric
 from .meteor_stats import aggregate_statistics, meteor_score
-from .paraphrase import Coverage, coverage_needed, load_in_background, write_cut_table
+from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -283,9 +283,7 @@ def prewarm() -> None:
     or, where the whole table is used (``IDC_METEOR_PARAPHRASE=full``), the JVMs themselves,
     into the idle pool (each loads the table, 6-9 s of a core). ``idc-eval --predictions``
     calls it first thing."""
-    import os
-
-    if os.environ.get("IDC_METEOR_PARAPHRASE") != "full":
+    if not whole_table_asked():
         load_in_background()
         return
     with _IDLE_LOCK:

@@ -166,7 +166,7 @@ def _read_or_build() -> Optional[TableIndex]:
         index = build_index(table_path())
     except ValueError:
         os.close(fd)
-        os.unlink(tmp)
+        os.unlink(tmp)  # the empty temporary file made just above, nothing else
         return None
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -175,13 +175,18 @@ def _read_or_build() -> Optional[TableIndex]:
                      second_length=_lengths(index.second_start))
         os.replace(tmp, path)
     except OSError:  # a full disk: this process uses the index it built, the next builds it again
-        Path(tmp).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)  # our partial temporary file, never the index itself
     return index
+
+
+def whole_table_asked() -> bool:
+    """``IDC_METEOR_PARAPHRASE=full``: METEOR loads its whole table, as pycocoevalcap does."""
+    return os.environ.get("IDC_METEOR_PARAPHRASE") == "full"
 
 
 def index_missing() -> bool:
     """Whether the first scoring with METEOR will build the index (~8 s once per machine)."""
-    if os.environ.get("IDC_METEOR_PARAPHRASE") == "full" or _INDEX:
+    if whole_table_asked() or _INDEX:
         return False
     try:
         return not _index_file().is_file()
@@ -191,7 +196,7 @@ def index_missing() -> bool:
 
 def load_in_background() -> None:
     """Read (or build) the index in a thread, while the caller imports and tokenizes."""
-    if os.environ.get("IDC_METEOR_PARAPHRASE") != "full":
+    if not whole_table_asked():
         threading.Thread(target=table_index, daemon=True, name="idc-meteor-paraphrase").start()
 
 
@@ -264,7 +269,7 @@ def coverage_needed(references: Sequence[Sequence[str]]) -> Optional[Coverage]:
     """What METEOR's table must hold to align segments with these references as the whole
     table does, whatever their hypotheses; None where only the whole table will do
     (``IDC_METEOR_PARAPHRASE=full``, no index, or text this module does not vouch for)."""
-    if os.environ.get("IDC_METEOR_PARAPHRASE") == "full":
+    if whole_table_asked():
         return None
     index = table_index()
     return coverage_of([r for refs in references for r in refs], index) if index is not None else None
@@ -284,7 +289,7 @@ def write_cut_table(coverage: Coverage) -> Path:
         import shutil
 
         _TEMP.append(tempfile.mkdtemp(prefix="idc-meteor-paraphrase-"))
-        atexit.register(shutil.rmtree, _TEMP[0], True)
+        atexit.register(shutil.rmtree, _TEMP[0], True)  # a folder this process made, holding only its cut tables
     fd, name = tempfile.mkstemp(dir=_TEMP[0], suffix=".gz")
     import pyarrow as pa
     import pyarrow.compute as pc
