@@ -14,6 +14,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # METEOR's statistics cache: one per test session, so no test depends on an earlier session's
 os.environ.setdefault("IDC_METEOR_CACHE", os.path.join(__import__("tempfile").mkdtemp(prefix="idc-meteor-"), "stats.sqlite"))
+# datasets' Arrow cache too: for a folder whose card defines its configs, datasets keys the cache
+# by the card's dataset_info and the config, not by the data files, so a test's output folder
+# named as an earlier session's, with an equal card, loaded that session's rows (seen once the
+# tiny models became the same in every process: an augmentation whose tiny-model paths had
+# equally long names)
+if "HF_DATASETS_CACHE" not in os.environ:
+    os.environ["HF_DATASETS_CACHE"] = __import__("tempfile").mkdtemp(prefix="idc-hf-datasets-")
+    __import__("atexit").register(__import__("shutil").rmtree, os.environ["HF_DATASETS_CACHE"], True)  # the folder made here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
