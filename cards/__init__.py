@@ -71,12 +71,28 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
         splits.add(SplitInfo(name=split, num_bytes=s.num_bytes, num_examples=s.num_examples))
     info = DatasetInfo(features=features, splits=splits, download_size=sum(s.download_bytes for s in summaries.values()),
                        dataset_size=sum(s.num_bytes for s in summaries.values()))
-    MetadataConfigs({"default": {"data_files": [{"split": split, "path": f"data/{split}-*"} for split in summaries]}}
+    MetadataConfigs({"default": {"data_files": [{"split": split, "path": f"data/{split}-*"} for split in summaries],
+                                 "description": f"idc-toolkit data files {files_fingerprint(summaries)}"}}
                     ).to_dataset_card_data(data)
     DatasetInfosDict({"default": info}).to_dataset_card_data(data)
     data[FACTS_KEY] = facts.to_card()
     data[RUN_KEY] = run_record
     return data
+
+
+def files_fingerprint(summaries: dict[str, "SplitSummary"]) -> str:
+    """One digest of every split's data files (names and contents), written into the config.
+
+    ``load_dataset(folder)`` keys its Arrow cache by the folder's name and the card's
+    ``configs`` / ``dataset_info`` only, never by the data files (``datasets`` 5.2,
+    ``LocalDatasetModuleFactory``). A folder rebuilt after a one-digit annotation fix has an
+    equal card, and loading it returned the rows of the previous build. ``description`` is a
+    ``BuilderConfig`` field, so the Hub and ``datasets`` pass it through, and it enters that
+    key: any change of content is a new cache entry."""
+    import hashlib
+
+    text = "".join(f"{split}\0{summaries[split].fingerprint}\n" for split in sorted(summaries))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def save_card(folder: Path, data, body: str) -> Path:

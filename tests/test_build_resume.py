@@ -244,3 +244,17 @@ def test_shards_are_cut_where_push_to_hub_cuts_them(raw, tmp_path):
         assert lengths == [len(ds.shard(expected_shards, i, contiguous=True)) for i in range(expected_shards)]
         assert load_dataset(str(out), split=split)["pair_id"] == ds["pair_id"]
     assert cuts["train"] > 2 and cuts["train"] != -(-whole.report.rows["train"] // 4)  # not the 4-row parts
+
+
+def test_a_rebuild_with_an_equal_card_loads_its_own_rows_not_the_cached_ones(tmp_path):
+    """``load_dataset(folder)`` keys its Arrow cache by the folder name and card only: a
+    rebuild after a one-digit fix keeps every size, so the card must carry the files'
+    fingerprint or the previous build's rows come back."""
+    raw = make_spot_the_diff(tmp_path / "raw", ANN)
+    out = tmp_path / "out"
+    build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
+    assert load_dataset(str(out), split="train")[0]["captions"] == ["change number 1"]
+    path = raw / "data/annotations/train.json"
+    path.write_text(path.read_text().replace('"change number 1"', '"change number 9"'))
+    build_dataset(make_builder("spot_the_diff", raw), out, progress=False, overwrite=True)
+    assert load_dataset(str(out), split="train")[0]["captions"] == ["change number 9"]

@@ -1,5 +1,6 @@
 """Output folders never lose a user's files, fingerprints follow content, ids never escape."""
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -77,6 +78,22 @@ def test_content_hash_follows_content_not_size_and_mtime(tmp_path, monkeypatch):
     os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))  # ...with the old mtime restored
     assert a.stat().st_size == st.st_size and a.stat().st_mtime_ns == st.st_mtime_ns
     assert file_sha256(a) != first
+
+
+def test_content_hash_cache_keeps_one_entry_per_existing_file(tmp_path, monkeypatch):
+    """Every rebuild hashes new file versions: stale keys are dropped, not kept forever."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("IDC_CACHE", raising=False)
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    a.write_bytes(b"one")
+    b.write_bytes(b"two")
+    file_sha256(a), file_sha256(b)
+    a.write_bytes(b"three")  # a new version of a
+    b.unlink()
+    file_sha256(a)
+    cache = json.loads((tmp_path / "cache/idc_toolkit/content_hashes.json").read_text())
+    assert [k.rsplit("|", 5)[0] for k in cache] == [str(a.resolve())]
+    assert list(cache.values()) == [hashlib.sha256(b"three").hexdigest()]
 
 
 @pytest.mark.parametrize("pair_id", ["../../../X", "/etc/passwd", "a/b", "..", "", "con\x00x", "ok_id-1.png"])

@@ -14,11 +14,6 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-#: bytes hashed at the end of a parquet file: the footer (schema, row groups, offsets and
-#: column statistics) changes with any change of content, and reading it costs nothing.
-PARQUET_TAIL_BYTES = 64 * 1024
-
-
 def canonical(value: Any) -> Any:
     """``value`` as plain JSON types (paths as strings, tuples as lists, sorted dict keys)."""
     if isinstance(value, Mapping):
@@ -80,6 +75,9 @@ def file_sha256(path: Path | str) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     value = h.hexdigest()
+    # keys of files since rewritten or removed can never hit again: dropped, so the cache
+    # holds one entry per existing file instead of growing with every rebuild
+    cache = {k: v for k, v in cache.items() if k.rsplit("|", 5)[0] != str(path) and os.path.exists(k.rsplit("|", 5)[0])}
     cache[key] = value
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,14 +109,16 @@ def path_content(path: Optional[Path | str]) -> Optional[str]:
 
 
 def parquet_files_fingerprint(files: list[Path]) -> str:
-    """Fingerprint of a dataset stored as parquet files: names, sizes and footers."""
+    """Fingerprint of a dataset stored as parquet files: their names and contents.
+
+    Contents, not footers: hashing the size and the last 64 KiB (footer, page sizes,
+    statistics) missed 8 of 200 one-letter caption edits in a 1.5 MB file (the edit kept
+    every compressed size), and a resume would then have mixed rows of two versions of its
+    input. A full read costs about 1 s per 1.3 GB on this machine, once per file version:
+    :func:`file_sha256` caches it under the file's inode and change time."""
     h = hashlib.sha256()
     for f in files:
-        size = f.stat().st_size
-        h.update(f"{f.name}\0{size}\0".encode())
-        with f.open("rb") as fh:
-            fh.seek(max(0, size - PARQUET_TAIL_BYTES))
-            h.update(fh.read())
+        h.update(f"{Path(f).name}\0{file_sha256(f)}\n".encode())
     return h.hexdigest()[:16]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .fingerprint import parquet_files_fingerprint
 from .folder import RunFolder
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6  # datasets' push_to_hub default, config.MAX_SHARD_SIZE = "500MB"
@@ -59,6 +60,7 @@ class SplitSummary:
     num_bytes: int = 0  # what push_to_hub writes as num_bytes (hub_num_bytes)
     download_bytes: int = 0  # parquet bytes
     files: list[str] = field(default_factory=list)
+    fingerprint: str = ""  # parquet_files_fingerprint of ``files``: names and contents
     stats: dict[str, Any] = field(default_factory=dict)
     part_stats: list[dict[str, Any]] = field(default_factory=list)
 
@@ -167,6 +169,7 @@ def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
             _write_shard(target, [f for f in files if f.start < stop and f.start + f.rows > start], start, stop, features)
             summary.files.append(target.name)
             summary.download_bytes += target.stat().st_size
+        summary.fingerprint = parquet_files_fingerprint([data / name for name in summary.files])
         out[split] = summary
     return out
 
