@@ -172,6 +172,7 @@ def test_a_second_job_on_a_locked_folder_names_the_holder(raw, tmp_path):
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()
     build_dataset(make_builder("spot_the_diff", raw), out, progress=False)  # the lock died with its holder
 
 

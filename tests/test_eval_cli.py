@@ -1,6 +1,5 @@
 """``idc-eval`` end to end: files written, breakdown present, formats, errors, compare, no torch."""
 
-import csv
 import json
 import subprocess
 import sys
@@ -8,6 +7,8 @@ import sys
 import pytest
 
 from idc_toolkit.cli.eval import main
+
+from conftest import csv_rows
 
 pytestmark = pytest.mark.java
 
@@ -28,7 +29,7 @@ def test_ddla_through_the_cli_with_coco_files(shared, tmp_path, capsys):
         "Bleu_4": 0.0757, "METEOR": 0.1091, "ROUGE_L": 0.2797, "CIDEr": 0.3506}
     assert m["overall"]["n"] == 1270 and m["meta"]["pycocoevalcap_version"] == "1.2"
     assert any("7 empty reference(s) kept" in w for w in m["warnings"])
-    rows = list(csv.DictReader((out / "per_pair.csv").open()))
+    rows = csv_rows(out / "per_pair.csv")
     assert len(rows) == 1270 and float(rows[0]["CIDEr"]) >= 0
     assert "| overall | 1270 | " in (out / "metrics.md").read_text()
     assert (out / "by_category.png").stat().st_size > 1000

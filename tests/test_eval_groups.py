@@ -11,6 +11,8 @@ from idc_toolkit.building.pipeline import build_dataset, make_builder
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.evaluators.scoring import evaluate, load_references
 
+from conftest import csv_rows
+
 pytestmark = pytest.mark.java
 METRICS = ["BLEU", "CIDEr"]
 
@@ -103,8 +105,6 @@ def test_clevr_change_keeps_viewpoint_iou_and_idc_eval_uses_the_column(demo_raw,
 
 
 def test_layouts_metadata_progress_and_chart_series(demo_dataset, scored, tmp_path, capsys):
-    import csv
-
     from idc_toolkit.cli.eval import main as eval_main
     from idc_toolkit.evaluators.outputs import chart_series
 
@@ -127,7 +127,7 @@ def test_layouts_metadata_progress_and_chart_series(demo_dataset, scored, tmp_pa
     assert "| metric | Color | Texture | Add | Drop | Move |" in by_type
     assert f"{100 * m['by_category']['material']['METEOR']:.1f}" in by_type.splitlines()[3]  # the M row
     assert r"\begin{tabular}" in (out / "layout_by_type.tex").read_text()
-    rows = list(csv.DictReader((out / "by_category.csv").open()))
+    rows = csv_rows(out / "by_category.csv")
     assert [r["group"] for r in rows][:2] == ["overall", "color"] and rows[0]["name"] == "Total"
     from idc_toolkit.evaluators.scoring import evaluate
 
@@ -140,8 +140,6 @@ def test_layouts_metadata_progress_and_chart_series(demo_dataset, scored, tmp_pa
 def test_a_non_rcc_number_never_travels_without_its_protocol(demo_dataset, scored, tmp_path):
     """Every pasteable output of a blip2idc-protocol run says so: layout rows and captions
     (markdown and LaTeX), by_category.csv, metrics.md; rcc runs carry no caveat."""
-    import csv
-
     refs, preds = scored
     for protocol, caveat in (("blip2idc", True), ("rcc", False)):
         out = tmp_path / protocol
@@ -153,7 +151,7 @@ def test_a_non_rcc_number_never_travels_without_its_protocol(demo_dataset, score
             assert ("NOT comparable with rcc" in text) == caveat, (protocol, name)
         assert ("ours (blip2idc protocol, not comparable with rcc)" in (out / "layout_total_semantic.md").read_text()) == caveat
         assert r"\label{tab:idc-by-type}" in (out / "layout_by_type.tex").read_text()
-        rows = list(csv.DictReader((out / "by_category.csv").open()))
+        rows = csv_rows(out / "by_category.csv")
         assert {r["protocol"] for r in rows} == {protocol}
         assert {r["comparable_with_rcc"] for r in rows} == {"no" if caveat else "yes"}
 

@@ -9,7 +9,7 @@ import pytest
 from idc_toolkit.demo.captions import synthetic_caption_set
 from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.tokenizer import ptb_tokenize
-from idc_toolkit.metrics.reference import pycocoevalcap_scores
+from idc_toolkit.metrics.reference import end_meteor, pycocoevalcap_scores
 
 pytestmark = pytest.mark.java
 
@@ -41,7 +41,7 @@ def pycoco_meteor():
 
     meteor = Meteor()
     yield meteor
-    meteor.meteor_p.kill()
+    end_meteor(meteor)
 
 
 def test_per_group_scores_equal_separate_pycocoevalcap_runs(pycoco_meteor):

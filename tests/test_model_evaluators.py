@@ -13,6 +13,8 @@ from PIL import Image
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.errors import IDCError
 
+from conftest import image_size
+
 pytestmark = pytest.mark.java
 
 
@@ -180,7 +182,7 @@ def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
                       "--save-attention", str(tmp_path / "att"), "--metrics", "BLEU"]) == 0
     assert len(_lines(out / "predictions.jsonl")) == 10
     maps = sorted((tmp_path / "att").iterdir())
-    assert len(maps) == 10 and Image.open(maps[0]).size[0] == 2 * Image.open(maps[0]).size[1] * 4 // 3
+    assert len(maps) == 10 and image_size(maps[0])[0] == 2 * image_size(maps[0])[1] * 4 // 3
 
 
 def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys):

@@ -4,7 +4,6 @@ and the evaluations' per_pair.csv files (the page must sort by exactly those num
 
 from __future__ import annotations
 
-import csv
 import functools
 import http.server
 import io
@@ -19,6 +18,8 @@ from PIL import Image
 
 from idc_toolkit.cli.view import main as view_main
 from idc_toolkit.errors import IDCError
+
+from conftest import csv_rows, image_size
 
 pytestmark = pytest.mark.java
 
@@ -53,7 +54,7 @@ def site(davir_dataset, tmp_path_factory):
 
 
 def _per_pair(folder: Path) -> dict[str, dict[str, str]]:
-    return {r["pair_id"]: r for r in csv.DictReader((folder / "per_pair.csv").open(encoding="utf-8"))}
+    return {r["pair_id"]: r for r in csv_rows(folder / "per_pair.csv")}
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +203,7 @@ def test_the_site_also_works_through_a_local_http_server(site, browser):
         assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_site_folder_rule(site, tmp_path, capsys):
@@ -237,7 +239,7 @@ def test_figure_pdf_png_and_latex(site, tmp_path):
 
     assert len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1  # one page
     assert len(re.findall(rb"/Subtype\s*/Image", pdf)) == 2 * len(pairs)  # before + after per pair
-    assert Image.open(out / "figure.png").width == 650
+    assert image_size(out / "figure.png")[0] == 650
     tex = (out / "figure.tex").read_text()
     assert "\\includegraphics[width=\\textwidth]{figure.pdf}" in tex and pairs[0].replace("_", "\\_") in tex
     assert view_main(["figure", "--pairs", "nope", "--dataset", str(site["dataset"]), "--out", str(tmp_path / "f2")]) == 1

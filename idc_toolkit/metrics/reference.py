@@ -36,9 +36,20 @@ def pycocoevalcap_scores(
         scores["METEOR"], meteor_pairs = meteor.compute_score(gts, res)
     finally:
         if own_meteor:
-            meteor.meteor_p.kill()  # Meteor.__del__ can deadlock after an error; end the JVM here
+            end_meteor(meteor)
     scores["ROUGE_L"], rouge_pairs = Rouge().compute_score(gts, res)
     scores["CIDEr"], cider_pairs = Cider().compute_score(gts, res)
     per_pair = {f"Bleu_{k + 1}": list(bleu_pairs[k]) for k in range(4)}
     per_pair.update({"METEOR": list(meteor_pairs), "ROUGE_L": list(rouge_pairs), "CIDEr": list(cider_pairs)})
     return scores, per_pair
+
+
+def end_meteor(meteor: Any) -> None:
+    """End a pycocoevalcap ``Meteor``'s JVM and close its pipes (``Meteor.__del__`` can
+    deadlock after an error, and a killed process's pipes stay open until collected)."""
+    proc = meteor.meteor_p
+    proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
