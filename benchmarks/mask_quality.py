@@ -72,7 +72,7 @@ def iou(truth: np.ndarray, pred: np.ndarray) -> float:
 
 #: the distractors that leave a per-pixel difference on unchanged pixels (sensor noise, JPEG,
 #: resampling by a sub-pixel camera shift); the others (none, tone changes, integer shifts) are
-#: clean once aligned. The size classes are also reported for each kind.
+#: clean once aligned. The size classes are also reported for each kind, and for each of these.
 NOISY_DISTRACTORS = ("noise", "jpeg", "subpixel", "combined")
 
 
@@ -101,6 +101,8 @@ def score(pairs, method) -> dict:
         kind = "noisy" if p.distractor in NOISY_DISTRACTORS else "clean"
         keys = ("all", f"size class {p.size_class}", f"shape {p.shape}", f"change {p.change}", f"image {w}x{h}",
                 f"under {p.distractor}", f"{kind}: size class {p.size_class}", f"{kind}: all")
+        if kind == "noisy":  # which noisy distractor holds a size class back
+            keys += (f"under {p.distractor}: size class {p.size_class}",)
         if p.truth.sum() < MIN_TRUTH_PIXELS:
             keys = (f"changes under {MIN_TRUTH_PIXELS} px",)
         for key in keys:
