@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+
 def canonical(value: Any) -> Any:
     """``value`` as plain JSON types (paths as strings, tuples as lists, sorted dict keys)."""
     if isinstance(value, Mapping):
