@@ -259,3 +259,23 @@ def test_a_rebuild_with_an_equal_card_loads_its_own_rows_not_the_cached_ones(tmp
     path.write_text(path.read_text().replace('"change number 1"', '"change number 9"'))
     build_dataset(make_builder("spot_the_diff", raw), out, progress=False, overwrite=True)
     assert load_dataset(str(out), split="train")[0]["captions"] == ["change number 9"]
+
+
+def test_a_folder_edited_after_it_was_written_is_refused_before_load_dataset_could_serve_stale_rows(tmp_path):
+    """The same rows and columns, one caption changed by hand: the card's digest of the data
+    files no longer matches, so the run engine and idc-train refuse the folder in one line."""
+    import pyarrow.parquet as pq
+
+    from idc_toolkit.runs.rows import open_split
+
+    raw = make_spot_the_diff(tmp_path / "raw", ANN)
+    out = tmp_path / "out"
+    build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
+    open_split(out, "train")  # as written: accepted
+    path = sorted((out / "data").glob("train-*.parquet"))[0]
+    table = pq.read_table(path)
+    captions = table.column("captions").to_pylist()
+    captions[0] = ["change number 9"]
+    pq.write_table(table.set_column(table.schema.get_field_index("captions"), "captions", [captions]), path)
+    with pytest.raises(RunError, match="its data files are not the ones its card .* was written for"):
+        open_split(out, "train")
