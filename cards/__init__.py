@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 FACTS_KEY = "idc_toolkit"
 #: card YAML key holding the run record (kind, fingerprint, fields) of the run that wrote it
 RUN_KEY = "idc_toolkit_run"
-#: how the config's ``description`` names the digest of the data files (:func:`files_fingerprint`)
-FILES_DIGEST_PREFIX = "idc-toolkit data files "
+#: how the config's ``description`` begins when it names each split's data files (:func:`files_description`)
+FILES_DESCRIPTION_PREFIX = "idc-toolkit data files"
 
 CORE_DOCS = {
     "pair_id": "the release's own id of the pair, unique within the dataset",
@@ -74,7 +74,7 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
     info = DatasetInfo(features=features, splits=splits, download_size=sum(s.download_bytes for s in summaries.values()),
                        dataset_size=sum(s.num_bytes for s in summaries.values()))
     MetadataConfigs({"default": {"data_files": [{"split": split, "path": f"data/{split}-*"} for split in summaries],
-                                 "description": FILES_DIGEST_PREFIX + files_fingerprint(
+                                 "description": files_description(
                                      {split: s.fingerprint for split, s in summaries.items() if s.files})}}
                     ).to_dataset_card_data(data)
     DatasetInfosDict({"default": info}).to_dataset_card_data(data)
@@ -83,30 +83,28 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
     return data
 
 
-def files_fingerprint(split_fingerprints: dict[str, str]) -> str:
-    """One digest of every split's data files (``{split: parquet_files_fingerprint}``: names
-    and contents), written into the config's ``description`` after :data:`FILES_DIGEST_PREFIX`.
+def files_description(split_fingerprints: dict[str, str]) -> str:
+    """The config's ``description``: each split's data-files fingerprint
+    (``runs.fingerprint.parquet_files_fingerprint``: names and contents),
+    ``"idc-toolkit data files test=1a2b... train=3c4d..."``.
 
     ``load_dataset(folder)`` keys its Arrow cache by the folder's name and the card's
     ``configs`` / ``dataset_info`` only, never by the data files (``datasets`` 5.2,
     ``LocalDatasetModuleFactory``). A folder rebuilt after a one-digit annotation fix has an
     equal card, and loading it returned the rows of the previous build. ``description`` is a
     ``BuilderConfig`` field, so the Hub and ``datasets`` pass it through, and it enters that
-    key: any change of content is a new cache entry. The run engine checks it against the
-    files before reading a folder (``runs.rows.check_against_card``)."""
-    import hashlib
-
-    text = "".join(f"{split}\0{split_fingerprints[split]}\n" for split in sorted(split_fingerprints))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    key: any change of content is a new cache entry. Per split, so that a reader checks the
+    split it reads and no other (``runs.rows.check_against_card``)."""
+    return " ".join([FILES_DESCRIPTION_PREFIX, *(f"{split}={split_fingerprints[split]}" for split in sorted(split_fingerprints))])
 
 
-def files_digest_of(card: dict[str, Any]) -> Optional[str]:
-    """The data files' digest a card written by idc-toolkit carries (None for other cards)."""
+def split_fingerprints_of(card: dict[str, Any]) -> Optional[dict[str, str]]:
+    """``{split: fingerprint}`` from a card written by idc-toolkit (None for other cards)."""
     configs = card.get("configs")
     for config in configs if isinstance(configs, list) else []:
         text = config.get("description") if isinstance(config, dict) else None
-        if isinstance(text, str) and text.startswith(FILES_DIGEST_PREFIX):
-            return text[len(FILES_DIGEST_PREFIX):]
+        if isinstance(text, str) and text.startswith(FILES_DESCRIPTION_PREFIX):
+            return dict(item.split("=", 1) for item in text[len(FILES_DESCRIPTION_PREFIX):].split() if "=" in item)
     return None
 
 

@@ -264,12 +264,12 @@ def _in_hub_cache(name: str, repo_type: str) -> bool:
 def check_against_card(folder: str | Path, split: str, files: list[Path]) -> None:
     """A local folder's parquet files must agree with its card (``dataset_info``): the same
     columns and, for ``split``, the same row count; and, where idc-toolkit wrote the card, the
-    digest of every split's files (``cards.files_fingerprint``). A folder edited after it was
+    same content (the split's fingerprint in ``cards.files_description``). A folder edited after it was
     written is refused in one line naming it, before any work: ``load_dataset`` would fail
     mid-way, or, with the digest unchanged, return its cached rows of the files before the edit."""
     import pyarrow.parquet as pq
 
-    from ..cards import files_digest_of, files_fingerprint, read_card_data
+    from ..cards import read_card_data, split_fingerprints_of
 
     try:
         card = read_card_data(folder)
@@ -296,15 +296,14 @@ def check_against_card(folder: str | Path, split: str, files: list[Path]) -> Non
     if isinstance(counts.get(split), int) and counts[split] != n:
         raise RunError(f"{where} holds {n} rows but its card (README.md dataset_info) says {counts[split]}; "
                        "the folder was changed after it was written")
-    digest = files_digest_of(card)
-    if digest is not None:
+    recorded = split_fingerprints_of(card)
+    if recorded is not None:
         from .fingerprint import parquet_files_fingerprint
 
-        splits = sorted({p.name.split("-")[0] for p in (Path(folder) / "data").glob("*.parquet")})
-        found = files_fingerprint({s: parquet_files_fingerprint(local_split_files(folder, s)) for s in splits})
-        if found != digest:
-            raise RunError(f"{folder}: its data files are not the ones its card (README.md configs description, "
-                           f"{digest}) was written for ({found}); the folder was changed after it was written")
+        found = parquet_files_fingerprint(files)
+        if recorded.get(split) != found:
+            raise RunError(f"{where} are not the files its card (README.md configs description: "
+                           f"{split}={recorded.get(split)}) was written for ({found}); the folder was changed after it was written")
 
 
 def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
