@@ -266,7 +266,7 @@ def check_against_card(folder: str | Path, split: str, files: list[Path]) -> Non
     columns and, for ``split``, the same row count; and, where idc-toolkit wrote the card, the
     same content (the split's fingerprint in ``cards.files_description``). A folder edited after it was
     written is refused in one line naming it, before any work: ``load_dataset`` would fail
-    mid-way, or, with the digest unchanged, return its cached rows of the files before the edit."""
+    mid-way, or, with the card unchanged, return its cached rows of the files before the edit."""
     import pyarrow.parquet as pq
 
     from ..cards import read_card_data, split_fingerprints_of
