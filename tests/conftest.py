@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,19 +23,26 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
         os.environ[_name] = _threads
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _session_folder(prefix: str) -> str:
+    """A temporary folder for this test session, removed at exit (only the folder made here)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 # METEOR's statistics cache: one per test session, so no test depends on an earlier session's
-if "IDC_METEOR_CACHE" not in os.environ:  # (pytest-xdist's workers inherit the controller's)
-    _meteor_dir = __import__("tempfile").mkdtemp(prefix="idc-meteor-")
-    os.environ["IDC_METEOR_CACHE"] = os.path.join(_meteor_dir, "stats.sqlite")
-    __import__("atexit").register(__import__("shutil").rmtree, _meteor_dir, True)  # the folder made here
+# (pytest-xdist's workers inherit the controller's, as they do the datasets cache below)
+if "IDC_METEOR_CACHE" not in os.environ:
+    os.environ["IDC_METEOR_CACHE"] = os.path.join(_session_folder("idc-meteor-"), "stats.sqlite")
 # datasets' Arrow cache too: for a folder whose card defines its configs, datasets keys the cache
 # by the card's dataset_info and the config, not by the data files, so a test's output folder
 # named as an earlier session's, with an equal card, loaded that session's rows (seen once the
 # tiny models became the same in every process: an augmentation whose tiny-model paths had
-# equally long names)
+# equally long names; cards now name their files' fingerprints, which closes that for users)
 if "HF_DATASETS_CACHE" not in os.environ:
-    os.environ["HF_DATASETS_CACHE"] = __import__("tempfile").mkdtemp(prefix="idc-hf-datasets-")
-    __import__("atexit").register(__import__("shutil").rmtree, os.environ["HF_DATASETS_CACHE"], True)  # the folder made here
+    os.environ["HF_DATASETS_CACHE"] = _session_folder("idc-hf-datasets-")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -261,12 +261,13 @@ def _in_hub_cache(name: str, repo_type: str) -> bool:
     return (Path(constants.HF_HUB_CACHE) / folder).is_dir()
 
 
-def check_against_card(folder: str | Path, split: str, files: list[Path]) -> None:
+def check_against_card(folder: str | Path, split: str, files: list[Path], fingerprint: Optional[str] = None) -> None:
     """A local folder's parquet files must agree with its card (``dataset_info``): the same
     columns and, for ``split``, the same row count; and, where idc-toolkit wrote the card, the
     same content (the split's fingerprint in ``cards.files_description``). A folder edited after it was
     written is refused in one line naming it, before any work: ``load_dataset`` would fail
-    mid-way, or, with the card unchanged, return its cached rows of the files before the edit."""
+    mid-way, or, with the card unchanged, return its cached rows of the files before the edit.
+    ``fingerprint``: the files' ``parquet_files_fingerprint`` where the caller has it already."""
     import pyarrow.parquet as pq
 
     from ..cards import read_card_data, split_fingerprints_of
@@ -300,7 +301,7 @@ def check_against_card(folder: str | Path, split: str, files: list[Path]) -> Non
     if recorded is not None:
         from .fingerprint import parquet_files_fingerprint
 
-        found = parquet_files_fingerprint(files)
+        found = fingerprint or parquet_files_fingerprint(files)
         if recorded.get(split) != found:
             raise RunError(f"{where} are not the files its card (README.md configs description: "
                            f"{split}={recorded.get(split)}) was written for ({found}); the folder was changed after it was written")
@@ -315,9 +316,10 @@ def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
     name = str(dataset)
     files = local_split_files(name, split)
     if files:
-        check_against_card(name, split, files)
+        fingerprint = parquet_files_fingerprint(files)
+        check_against_card(name, split, files, fingerprint)
         rows = ParquetRows(files)
-        return rows, Features.from_arrow_schema(rows.schema), parquet_files_fingerprint(files)
+        return rows, Features.from_arrow_schema(rows.schema), fingerprint
     if Path(name).is_dir():
         present = sorted({p.name.split("-")[0] for p in (Path(name) / "data").glob("*.parquet")})
         raise RunError(f"{name}: no {split!r} split (data/{split}-*.parquet); splits present: {present or 'none'}")
