@@ -5,9 +5,11 @@ not only its size and last 64 KiB (the footer), which missed 8 of 200 one-letter
 in a 1.5 MB file. This prints, side by side on the same files: the footer way (what it was),
 the first content hash of each file version (read from the page cache, and after the kernel
 dropped it where we may), and the cached rerun (``file_sha256``'s cache, keyed by inode and
-change time).
+change time). Then, on many small shards, that cache looked up once per file (each lookup
+reads and rewrites the whole cache file, as it was) against once for all of them
+(``files_sha256``, as it is).
 
-    python benchmarks/input_fingerprint.py [--gb 2] [--shards 4]
+    python benchmarks/input_fingerprint.py [--gb 2] [--shards 4] [--small-shards 2000]
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gb", type=float, default=2.0, help="total size of the parquet shards")
     p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--small-shards", type=int, default=2000, help="count of 100 KB shards for the lookup comparison")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idc-fp-bench-"))
     os.environ["IDC_CACHE"] = str(work / "cache")  # a cache of our own: the first hash is really the first
@@ -83,7 +86,32 @@ def main() -> None:
         print(f"  content, first time (from disk):      {cold:7.3f} s  ({total / cold:.2f} GB/s)")
     else:
         print("  (the page cache cannot be dropped here: no cold figure)")
+    many_shards(work, args.small_shards)
     shutil.rmtree(work)  # the folder this script made: its shards and its hash cache, nothing else
+
+
+def many_shards(work: Path, n: int) -> None:
+    """Per-file cache lookups against one batch, each on a fresh cache and then cached."""
+    from idc_toolkit.runs.fingerprint import file_sha256, files_sha256
+
+    folder = work / "small"
+    folder.mkdir()
+    files = []
+    for k in range(n):
+        files.append(folder / f"train-{k:05d}-of-{n:05d}.parquet")
+        files[-1].write_bytes(os.urandom(100_000))
+    print(f"{n} shards of 100 KB")
+    for k, (name, fn) in enumerate((("one lookup per file (before)", lambda: [file_sha256(f) for f in files]),
+                     ("one lookup for all (files_sha256)", lambda: files_sha256(files)))):
+        os.environ["IDC_CACHE"] = str(work / f"cache-{k}")  # a fresh cache for each way
+        t = time.perf_counter()
+        first = fn()
+        t_first = time.perf_counter() - t
+        t = time.perf_counter()
+        again = fn()
+        t_again = time.perf_counter() - t
+        assert first == again
+        print(f"  {name:36s} first {t_first:7.3f} s, cached {t_again:7.3f} s")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from idc_toolkit.errors import RunError
 from idc_toolkit.files import file_name_for, inside
 from idc_toolkit.runs import RunFolder
-from idc_toolkit.runs.fingerprint import file_sha256
+from idc_toolkit.runs.fingerprint import file_sha256, files_sha256
 
 
 def test_overwrite_never_removes_files_no_run_of_ours_wrote(tmp_path):
@@ -94,6 +94,24 @@ def test_content_hash_cache_keeps_one_entry_per_existing_file(tmp_path, monkeypa
     cache = json.loads((tmp_path / "cache/idc_toolkit/content_hashes.json").read_text())
     assert [k.rsplit("|", 5)[0] for k in cache] == [str(a.resolve())]
     assert list(cache.values()) == [hashlib.sha256(b"three").hexdigest()]
+
+
+def test_content_hashes_of_many_files_read_and_write_the_cache_once(tmp_path, monkeypatch):
+    """A dataset of thousands of shards: one cache read and one write for all of them, and
+    each hash is its own file's (checked against hashlib), also for a file named twice."""
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    files = [tmp_path / f"train-{k:05d}.parquet" for k in range(50)]
+    for k, f in enumerate(files):
+        f.write_bytes(f"shard {k}".encode() * (k + 1))
+    writes = []
+    real_replace = Path.replace
+    monkeypatch.setattr(Path, "replace", lambda self, target: writes.append(target) or real_replace(self, target))
+    hashes = files_sha256(files + files[:1])
+    assert hashes == [hashlib.sha256(f.read_bytes()).hexdigest() for f in files + files[:1]]
+    assert len(writes) == 1
+    files[3].write_bytes(b"a new version")
+    assert files_sha256(files)[3] == hashlib.sha256(b"a new version").hexdigest()
+    assert files_sha256(files) == [file_sha256(f) for f in files] and len(writes) == 2  # the rest cached
 
 
 @pytest.mark.parametrize("pair_id", ["../../../X", "/etc/passwd", "a/b", "..", "", "con\x00x", "ok_id-1.png"])
