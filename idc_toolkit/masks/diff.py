@@ -230,18 +230,29 @@ def working_pair(before: Image.Image, after: Image.Image, resize: int) -> tuple[
     return b, a
 
 
+def _pad_edge(x: np.ndarray) -> np.ndarray:
+    """``np.pad(x, 1, mode="edge")`` of a 2-D plane, without ``np.pad``'s generic machinery,
+    which cost a third of the pipeline's 3x3 filters at 224x224 (measured)."""
+    h, w = x.shape
+    p = np.empty((h + 2, w + 2), dtype=x.dtype)
+    p[1:-1, 1:-1] = x
+    p[0, 1:-1], p[-1, 1:-1] = x[0], x[-1]
+    p[:, 0], p[:, -1] = p[:, 1], p[:, -2]
+    return p
+
+
 def _range3(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Minimum and maximum over each pixel's 3x3 neighbourhood of a 2-D plane (edges
     repeated), as min/max of shifted views: 5x faster than ``scipy.ndimage`` min/max filters
     on 224x224 planes (measured)."""
-    p = np.pad(x, 1, mode="edge")
+    p = _pad_edge(x)
     lo_r = np.minimum(np.minimum(p[:, :-2], p[:, 1:-1]), p[:, 2:])
     hi_r = np.maximum(np.maximum(p[:, :-2], p[:, 1:-1]), p[:, 2:])
     return np.minimum(np.minimum(lo_r[:-2], lo_r[1:-1]), lo_r[2:]), np.maximum(np.maximum(hi_r[:-2], hi_r[1:-1]), hi_r[2:])
 
 
 def _box3(x: np.ndarray) -> np.ndarray:
-    p = np.pad(x, 1, mode="edge")
+    p = _pad_edge(x)
     r = p[:, :-2] + p[:, 1:-1] + p[:, 2:]
     return (r[:-2] + r[1:-1] + r[2:]) * np.float32(1 / 9)
 
@@ -309,7 +320,7 @@ def _range_toward(x: np.ndarray, dy: float, dx: float) -> tuple[np.ndarray, np.n
     2x2 block between whose pixels the other image's value lies under a shift by (dy, dx) of
     less than a pixel (edges repeated)."""
     h, w = x.shape
-    p = np.pad(x, 1, mode="edge")
+    p = _pad_edge(x)
     ys, xs = 1 - (1 if dy > 0 else -1), 1 - (1 if dx > 0 else -1)
     block = (p[1:h + 1, 1:w + 1], p[ys:ys + h, 1:w + 1], p[1:h + 1, xs:xs + w], p[ys:ys + h, xs:xs + w])
     return np.minimum(np.minimum(block[0], block[1]), np.minimum(block[2], block[3])), \
@@ -340,7 +351,8 @@ def plain_distance(after: np.ndarray, before: np.ndarray) -> np.ndarray:
     images: what a pixel's change is, without the envelope's tolerance for misalignment. RGB,
     not luma and chroma: a change of one channel is its full size here (as in the benchmark's
     ground truth), where luma and scaled chroma shrink it (0.839 -> 0.851 mean IoU)."""
-    return np.abs(after - before).max(axis=2)
+    d = np.abs(after - before)
+    return np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])  # 3x faster than .max(axis=2)
 
 
 def plane_distance(a: Planes, b: Planes) -> np.ndarray:
