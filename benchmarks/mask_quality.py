@@ -29,6 +29,9 @@ Goals (diff-only): mean IoU >= 0.90 on every size class and image size; distract
 
 With ``--sam-checkpoint`` the SAM-refined masks are measured on the same pairs, in a column
 of their own (SAM's speed is not the diff's: the pairs/s row then includes it).
+
+What each pipeline revision moved here, and what was tried and not kept: ``mask_quality.md``
+beside this script.
 """
 
 from __future__ import annotations
