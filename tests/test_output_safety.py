@@ -114,6 +114,28 @@ def test_content_hashes_of_many_files_read_and_write_the_cache_once(tmp_path, mo
     assert files_sha256(files) == [file_sha256(f) for f in files] and len(writes) == 2  # the rest cached
 
 
+def test_a_long_first_hashing_shows_progress_and_a_cached_one_does_not(tmp_path, monkeypatch, capsys):
+    import idc_toolkit.runs.fingerprint as fingerprint
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fingerprint, "PROGRESS_BYTES", 3_000_000)  # "long": 3 MB here
+    files = [tmp_path / f"train-{k}.parquet" for k in range(4)]
+    for f in files:
+        f.write_bytes(os.urandom(1_000_000))
+    fingerprint.files_sha256(files[:2], progress=True)  # 2 MB to hash: under the bar's size
+    assert "hashing" not in capsys.readouterr().err
+    fingerprint.files_sha256(files, progress=False)
+    assert "hashing" not in capsys.readouterr().err  # asked for no progress
+    files[0].write_bytes(os.urandom(1_000_000))
+    for f in files[1:]:
+        f.write_bytes(f.read_bytes() + b"x")  # new versions: 4 MB to hash again
+    fingerprint.files_sha256(files, progress=True)
+    err = capsys.readouterr().err
+    assert "hashing the input" in err and "4.00M/4.00M" in err
+    fingerprint.files_sha256(files, progress=True)  # cached: nothing to show
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("pair_id", ["../../../X", "/etc/passwd", "a/b", "..", "", "con\x00x", "ok_id-1.png"])
 def test_file_names_made_from_ids_stay_inside_their_folder(tmp_path, pair_id):
     name = file_name_for(pair_id, ".png")

@@ -169,7 +169,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
                     **engine_options: Any) -> dict[str, Any]:
     """Write the augmented dataset (see module docstring); returns the report."""
     out = output_folder(out_dir, IDCError)
-    rows, src_features, src_fp = open_split(source, split)
+    rows, src_features, src_fp = open_split(source, split, progress)
     column = instruction_column or "captions"
     for needed in ("pair_id", "before", column):
         if needed not in src_features:

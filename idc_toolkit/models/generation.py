@@ -84,7 +84,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
     out_dir = output_folder(out_dir, IDCError)
     options = {**runner_cls.option_defaults(), **(options or {})}
     adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
-    rows, features, fp = open_split(dataset, split)
+    rows, features, fp = open_split(dataset, split, progress)
     facts = dataset_facts(dataset)
     runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
     if limit is not None:

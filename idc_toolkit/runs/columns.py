@@ -100,7 +100,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
     fingerprints: dict[str, str] = {}
     features = None
     for split in splits:
-        rows, split_features, fp = open_split(src, split)
+        rows, split_features, fp = open_split(src, split, progress)
         validate_features(split_features)
         sources[split], fingerprints[split] = rows, fp
         features = features or split_features

@@ -60,6 +60,10 @@ def file_sha256(path: Path | str) -> str:
     return files_sha256([path])[0]
 
 
+#: content still to hash from which ``progress=True`` shows a bar: about a second's reading
+PROGRESS_BYTES = 1 << 30
+
+
 def _cache_key(path: Path) -> str:
     st = path.stat()
     return f"{path}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
@@ -69,7 +73,7 @@ def _key_path(key: str) -> str:
     return key.rsplit("|", 5)[0]
 
 
-def files_sha256(paths: list[Path | str]) -> list[str]:
+def files_sha256(paths: list[Path | str], progress: bool = False) -> list[str]:
     """SHA-256 of each file's content, cached so multi-GB weights and datasets are read once
     per change, not on every rerun. The key holds what no copy can carry over: the inode and
     its change time (``st_ctime``, set by the kernel on every write or rename, which ``cp -p``,
@@ -79,7 +83,9 @@ def files_sha256(paths: list[Path | str]) -> list[str]:
     One read of the cache for all ``paths`` and at most one write: a lookup per file, each
     reading and rewriting the whole cache, took 14.8 s for 2,000 shards of 100 KB the first
     time and 2.4 s once cached; one lookup for all takes 0.32 s and 0.14 s
-    (``benchmarks/input_fingerprint.py``)."""
+    (``benchmarks/input_fingerprint.py``). ``progress``: a bar over the bytes still to hash
+    where they reach :data:`PROGRESS_BYTES` (a first run on a 100 GB dataset reads for a
+    minute or more before its first row)."""
     resolved = [Path(p).resolve() for p in paths]
     keys = [_cache_key(p) for p in resolved]
     cache_path = _hash_cache_path()
@@ -90,13 +96,23 @@ def files_sha256(paths: list[Path | str]) -> list[str]:
     missing = {key: path for key, path in zip(keys, resolved) if key not in cache}
     if not missing:
         return [cache[key] for key in keys]
+    todo = sum(path.stat().st_size for path in missing.values())
+    bar = None
+    if progress and todo >= PROGRESS_BYTES:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=todo, unit="B", unit_scale=True, desc="hashing the input (once per file version)")
     fresh = {}
     for key, path in missing.items():
         h = hashlib.sha256()
         with path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
+                if bar is not None:
+                    bar.update(len(block))
         fresh[key] = h.hexdigest()
+    if bar is not None:
+        bar.close()
     # keys of files since rewritten or removed can never hit again: dropped, so the cache
     # holds one entry per existing file instead of growing with every rebuild
     rewritten = {str(path) for path in missing.values()}
@@ -111,7 +127,7 @@ def files_sha256(paths: list[Path | str]) -> list[str]:
     return [cache[key] if key in cache else fresh[key] for key in keys]
 
 
-def path_content(path: Optional[Path | str]) -> Optional[str]:
+def path_content(path: Optional[Path | str], progress: bool = False) -> Optional[str]:
     """A content hash of a local file or folder (weights, adapters); ``None`` for ``None``.
 
     A name that is not a local path (a Hub id) hashes to ``None``: its revision is a field
@@ -125,13 +141,13 @@ def path_content(path: Optional[Path | str]) -> Optional[str]:
     if p.is_dir():
         files = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith("."))
         h = hashlib.sha256()
-        for f, sha in zip(files, files_sha256(files)):
+        for f, sha in zip(files, files_sha256(files, progress)):
             h.update(f"{f.relative_to(p).as_posix()}\0{sha}\n".encode())
         return h.hexdigest()
     return None
 
 
-def parquet_files_fingerprint(files: list[Path]) -> str:
+def parquet_files_fingerprint(files: list[Path], progress: bool = False) -> str:
     """Fingerprint of a dataset stored as parquet files: their names and contents.
 
     Contents, not footers: hashing the size and the last 64 KiB (footer, page sizes,
@@ -140,7 +156,7 @@ def parquet_files_fingerprint(files: list[Path]) -> str:
     input. A full read costs about 1 s per 1.3 GB on this machine, once per file version:
     :func:`file_sha256` caches it under the file's inode and change time."""
     h = hashlib.sha256()
-    for f, sha in zip(files, files_sha256(files)):
+    for f, sha in zip(files, files_sha256(files, progress)):
         h.update(f"{Path(f).name}\0{sha}\n".encode())
     return h.hexdigest()[:16]
 

@@ -261,13 +261,15 @@ def _in_hub_cache(name: str, repo_type: str) -> bool:
     return (Path(constants.HF_HUB_CACHE) / folder).is_dir()
 
 
-def check_against_card(folder: str | Path, split: str, files: list[Path], fingerprint: Optional[str] = None) -> None:
+def check_against_card(folder: str | Path, split: str, files: list[Path], fingerprint: Optional[str] = None,
+                       progress: bool = False) -> None:
     """A local folder's parquet files must agree with its card (``dataset_info``): the same
     columns and, for ``split``, the same row count; and, where idc-toolkit wrote the card, the
     same content (the split's fingerprint in ``cards.files_description``). A folder edited after it was
     written is refused in one line naming it, before any work: ``load_dataset`` would fail
     mid-way, or, with the card unchanged, return its cached rows of the files before the edit.
-    ``fingerprint``: the files' ``parquet_files_fingerprint`` where the caller has it already."""
+    ``fingerprint``: the files' ``parquet_files_fingerprint`` where the caller has it already;
+    ``progress``: show the hashing of a large split (:func:`~.fingerprint.files_sha256`)."""
     import pyarrow.parquet as pq
 
     from ..cards import read_card_data, split_fingerprints_of
@@ -301,14 +303,15 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
     if recorded is not None:
         from .fingerprint import parquet_files_fingerprint
 
-        found = fingerprint or parquet_files_fingerprint(files)
+        found = fingerprint or parquet_files_fingerprint(files, progress)
         if recorded.get(split) != found:
             raise RunError(f"{where} are not the files its card (README.md configs description: "
                            f"{split}={recorded.get(split)}) was written for ({found}); the folder was changed after it was written")
 
 
-def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
-    """``(rows, features, input fingerprint)`` of a split of a local folder or a Hub dataset."""
+def open_split(dataset: str | Path, split: str, progress: bool = False) -> tuple[RowSource, Any, str]:
+    """``(rows, features, input fingerprint)`` of a split of a local folder or a Hub dataset;
+    ``progress``: show the first hashing of a large split's files."""
     from datasets import Features
 
     from .fingerprint import parquet_files_fingerprint
@@ -316,7 +319,7 @@ def open_split(dataset: str | Path, split: str) -> tuple[RowSource, Any, str]:
     name = str(dataset)
     files = local_split_files(name, split)
     if files:
-        fingerprint = parquet_files_fingerprint(files)
+        fingerprint = parquet_files_fingerprint(files, progress)
         check_against_card(name, split, files, fingerprint)
         rows = ParquetRows(files)
         return rows, Features.from_arrow_schema(rows.schema), fingerprint

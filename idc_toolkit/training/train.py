@@ -70,14 +70,14 @@ def _base_model_type(base_model: str, revision: Optional[str]) -> str:
     return AutoConfig.from_pretrained(base_model, revision=revision).model_type
 
 
-def _open_split(dataset: str, split: str):
+def _open_split(dataset: str, split: str, progress: bool = False):
     from datasets import load_dataset
 
     from ..runs.rows import check_against_card, local_split_files
 
     files = local_split_files(str(dataset), split)
     if files:
-        check_against_card(dataset, split, files)
+        check_against_card(dataset, split, files, progress=progress)
     try:
         return load_dataset(str(dataset), split=split)
     except ValueError as exc:
@@ -86,9 +86,10 @@ def _open_split(dataset: str, split: str):
         raise IDCError(f"{dataset}: cannot read split {split!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
 
 
-def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: Settings) -> tuple[Any, Any]:
+def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: Settings,
+                 progress: bool = False) -> tuple[Any, Any]:
     """Every check that needs no model: one-line errors naming the cause and the fix."""
-    ds = _open_split(dataset, settings.split)
+    ds = _open_split(dataset, settings.split, progress)
     if len(ds) == 0:
         raise IDCError(f"{dataset}: split {settings.split!r} is empty; nothing to train on")
     for column, made_by in recipe_cls.required.items():
@@ -103,7 +104,7 @@ def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, se
     val = None
     if settings.val_split:
         try:
-            val = _open_split(dataset, settings.val_split)
+            val = _open_split(dataset, settings.val_split, progress)
         except IDCError:
             log.warning("no %r split: no validation, the last adapter is kept", settings.val_split)
     return ds, val
@@ -164,12 +165,14 @@ class _Rows:
         self.epoch = int(epoch)
 
 
-def run_fields(settings: Settings, dataset: str) -> dict[str, Any]:
-    """What a run's adapter depends on: every setting and the content of the data and base."""
+def run_fields(settings: Settings, dataset: str, progress: bool = False) -> dict[str, Any]:
+    """What a run's adapter depends on: every setting and the content of the data and base
+    (``progress``: show their first hashing where it is long)."""
     from .. import __version__
     from ..runs.fingerprint import path_content
 
-    return {**asdict(settings), "dataset_content": path_content(dataset), "base_model_content": path_content(settings.base_model),
+    return {**asdict(settings), "dataset_content": path_content(dataset, progress),
+            "base_model_content": path_content(settings.base_model, progress),
             "toolkit": __version__}
 
 
@@ -201,7 +204,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
                                 max_steps=max_steps, save_steps=save_steps, seed=seed, dtype=dtype, split=split,
                                 val_split=val_split, val_limit=val_limit, gradient_checkpointing=gradient_checkpointing,
                                 options=options, lora_dropout=lora_dropout, trainer_args=trainer_args)
-    train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings)
+    train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings, progress)
     if dry_run:
         from .estimate import estimate
 
@@ -211,7 +214,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
     device = resolve_device(device)
     args = training_arguments(settings, out, device, report_to, progress)  # refused before the folder or weights
-    fields = run_fields(settings, dataset)
+    fields = run_fields(settings, dataset, progress)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
     rank = dist_info()[0]
     if folder.complete:

@@ -63,7 +63,7 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
     if dataset is not None:
         from ..runs.rows import open_split
 
-        sources = {split: open_split(dataset, split) for split in chosen}
+        sources = {split: open_split(dataset, split, progress) for split in chosen}
     fields = {"dataset": {s: fp for s, (_rows, _features, fp) in sources.items()}, "splits": chosen,
               "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": image_size, "limit": limit,
               "title": title, "toolkit": __version__, "page": _static_hash()}
