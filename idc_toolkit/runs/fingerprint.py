@@ -154,7 +154,7 @@ def parquet_files_fingerprint(files: list[Path], progress: bool = False) -> str:
     statistics) missed 8 of 200 one-letter caption edits in a 1.5 MB file (the edit kept
     every compressed size), and a resume would then have mixed rows of two versions of its
     input. A full read costs about 1 s per 1.3 GB on this machine, once per file version:
-    :func:`file_sha256` caches it under the file's inode and change time."""
+    :func:`files_sha256` caches it under the file's inode and change time."""
     h = hashlib.sha256()
     for f, sha in zip(files, files_sha256(files, progress)):
         h.update(f"{Path(f).name}\0{sha}\n".encode())
@@ -165,7 +165,7 @@ def listing_fingerprint(root: Path, hash_content: frozenset[str] = frozenset()) 
     """A raw folder's listing: the files named in ``hash_content`` (relative paths) by their
     content, every other file by (path, size). Returns ``{"files": n, "listing": digest,
     "<relative path>": sha256, ...}`` so a changed annotation file is named on its own."""
-    out: dict[str, Any] = {}
+    hashed: dict[str, Path] = {}
     h = hashlib.sha256()
     n = 0
     for dirpath, dirnames, filenames in os.walk(root):
@@ -175,9 +175,11 @@ def listing_fingerprint(root: Path, hash_content: frozenset[str] = frozenset()) 
             rel = full.relative_to(root).as_posix()
             n += 1
             if rel in hash_content:
-                out[f"raw:{rel}"] = file_sha256(full)[:16]
+                hashed[rel] = full
             else:
                 h.update(f"{rel}\0{full.stat().st_size}\n".encode())
+    shas = files_sha256(list(hashed.values()))  # one cache read and write for all of them
+    out: dict[str, Any] = {f"raw:{rel}": sha[:16] for rel, sha in zip(hashed, shas)}
     out["raw_files"] = n
     out["raw_listing"] = h.hexdigest()[:16]
     return out
