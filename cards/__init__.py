@@ -123,9 +123,14 @@ def read_card_data(folder: Path | str) -> dict[str, Any]:
     path = Path(folder) / "README.md"
     if not path.is_file():
         return {}
+    return card_data(path.read_text(encoding="utf-8"))
+
+
+def card_data(text: str) -> dict[str, Any]:
+    """The YAML of a card's text (a card read from an object store, say)."""
     from huggingface_hub import DatasetCard
 
-    return DatasetCard.load(path).data.to_dict()
+    return DatasetCard(text).data.to_dict()
 
 
 def source_label(source: str | Path, fingerprint: Any = None) -> str:

@@ -227,7 +227,7 @@ def _legacy_record(out_dir: Path) -> Optional[dict[str, Any]]:
     return {"kind": "evaluation", "fingerprint": digest(fields), "fields": fields, "complete": True}
 
 
-def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
+def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool, progress: bool = True):
     """``--out`` of an evaluation, under the run engine's rule (:class:`~idc_toolkit.runs.RunFolder`):
     the same run rewrites its files, another one is refused naming what differs, ``--overwrite``
     replaces only what an evaluation wrote (stale tables included), and files that no run of
@@ -236,7 +236,7 @@ def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
     from idc_toolkit.runs import RunFolder
 
     return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=MODEL_RUN_FILES, card_record=False,
-                     record_file=EVALUATION_RECORD, legacy_record=_legacy_record).open(overwrite)
+                     record_file=EVALUATION_RECORD, legacy_record=_legacy_record, progress=progress).open(overwrite)
 
 
 COMPARE_FILE = "compare.json"

@@ -92,10 +92,11 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     from .outputs import build_meta, metrics_dict, open_evaluation_folder, preload_chart_libraries, write_outputs
     from .protocols import get_protocol
 
+    named_out = None if out is None else str(out)  # as the user named it (a URI's staging folder is ours)
     out = None if out is None else output_folder(out, EvaluationError)
     arguments = {"predictions": _source(predictions), "dataset": dataset, "split": split, "references": references,
                  "categories": categories, "id_column": id_column, "groups": groups, "group_by": group_by,
-                 "iou_file": iou_file, "iou_column": iou_column, "out": None if out is None else str(out),
+                 "iou_file": iou_file, "iou_column": iou_column, "out": named_out,
                  "metrics": list(resolve_families(metrics)), "allow_missing": allow_missing,
                  "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
                  "seed": seed, "spice_jars": spice_jars, "overwrite": overwrite, "protocol": protocol,
@@ -133,7 +134,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
            "drop_empty_references": drop_empty_references, "breakdown": breakdown, "bootstrap": bootstrap,
            "seed": seed, "spice": bool(spice_jars), "layouts": sorted(layouts), "group_names": path_content(group_names),
            "name": name, "toolkit_version": __version__}
-    folder = open_evaluation_folder(Path(out), run, overwrite) if out is not None else None
+    folder = open_evaluation_folder(Path(out), run, overwrite, progress is not None) if out is not None else None
     if "METEOR" in resolve_families(metrics):
         from idc_toolkit.metrics.meteor import check_lengths
 

@@ -1,7 +1,7 @@
 """The files and folders users hand the toolkit: text files (annotations, predictions,
 references, category maps) read with one-line errors that name the file and what is wrong
 with it, file names made from ids that stay inside their folder, and the local folder an
-``--out`` names."""
+``--out`` names (for an object store, the one its run is staged in)."""
 
 from __future__ import annotations
 
@@ -62,29 +62,29 @@ def inside(folder: Path | str, name: str) -> Path:
 
 
 def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
-    """The local folder an ``--out`` names: a path, or a ``file://`` URI (resolved through
-    ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs). Object-store URIs (``s3://``,
-    ``gs://``, ...) are refused with the reason: a run folder needs locks and atomic renames,
-    which object stores do not have. A URI that went through ``Path`` (``file:/x``, one slash
-    left) is recognised too, so it can never become a folder named ``file:`` in the working
-    directory."""
-    import re
+    """The local folder an ``--out`` names: a path; a ``file://`` URI (resolved through
+    ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs); or, for any other URI
+    (``s3://``, ``gs://``, ``hf://``, ...), the local folder its run is staged in before the run
+    engine publishes it there (:mod:`idc_toolkit.destinations`). A URI that went through
+    ``Path`` (``s3:/b/x``, one slash left) is recognised too, so it can never become a folder
+    named ``s3:`` in the working directory."""
+    from .destinations import Destination, normalised_uri, staging_folder, uri_scheme
 
-    text = str(out)
-    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):/", text)
-    if not match:
+    scheme = uri_scheme(str(out))
+    if scheme is None:
         return Path(out)
-    scheme = match.group(1).lower()
+    uri = normalised_uri(str(out))
     if scheme != "file":
-        raise error(f"--out {text}: {scheme}:// is an object store, which has no locks or atomic renames for a "
-                    "resumable run folder; write to a local or shared folder, then upload the finished folder "
-                    "(e.g. hf upload, aws s3 sync, gsutil rsync)")
+        try:
+            Destination.open(uri)
+        except (ValueError, OSError) as exc:
+            raise error(f"--out {uri}: cannot be opened ({exc})") from None
+        return staging_folder(uri)
     import pyarrow as pa
     from pyarrow.fs import FileSystem
 
-    uri = text if text.startswith("file://") else "file://" + text[len("file:"):]
     try:
         _, path = FileSystem.from_uri(uri)
     except pa.ArrowInvalid as exc:
-        raise error(f"--out {text}: not a valid file:// URI ({exc}); percent-encode spaces, or pass a plain path") from None
+        raise error(f"--out {uri}: not a valid file:// URI ({exc}); percent-encode spaces, or pass a plain path") from None
     return Path(path)

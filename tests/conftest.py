@@ -130,6 +130,25 @@ def demo_dataset(demo_raw, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def s3_store():
+    """An S3 server on loopback (moto's, in a thread) with a bucket ``runs``; returns a function
+    making the URI of a prefix in it, with the endpoint in the URI's query as a user passes one.
+    Test credentials go into the environment, where pyarrow's S3 client reads them."""
+    server_module = pytest.importorskip("moto.server", reason="moto (the test extra) runs the S3 server")
+    import boto3
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                        ("AWS_EC2_METADATA_DISABLED", "true")):
+        os.environ[name] = value
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    boto3.client("s3", endpoint_url=f"http://{host}:{port}", region_name="us-east-1").create_bucket(Bucket="runs")
+    yield lambda prefix: f"s3://runs/{prefix}?endpoint_override={host}:{port}&scheme=http&region=us-east-1"
+    server.stop()
+
+
 def make_spot_the_diff(root: Path, annotations: dict[str, list], fmt_images: bool = True, linked: bool = False) -> Path:
     """A Spot-the-Diff raw tree (data/annotations + data/resized_images) with placeholder PNGs.
 

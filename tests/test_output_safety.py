@@ -230,10 +230,11 @@ def test_a_dataset_edited_after_it_was_written_is_refused_in_one_line(demo_datas
         open_split(copy, "train")
 
 
-def test_out_as_a_file_uri_lands_in_its_folder_and_object_stores_are_refused(tmp_path, monkeypatch, capsys):
+def test_out_as_a_file_uri_lands_in_its_folder_and_unreachable_stores_are_named(tmp_path, monkeypatch, capsys):
     """``--out file:///...`` (as Ray Data and datasets take outputs) is its local folder, even after
-    a ``Path`` collapsed its slashes; an object-store URI is refused in one line naming why,
-    never written as a folder called ``s3:`` under the working directory."""
+    a ``Path`` collapsed its slashes; an object store that cannot be reached, or a scheme nothing
+    opens, is one line naming the URI, before any work, and never a folder called ``s3:`` under
+    the working directory."""
     from idc_toolkit.cli.eval import main as eval_main
 
     monkeypatch.chdir(tmp_path)
@@ -246,10 +247,134 @@ def test_out_as_a_file_uri_lands_in_its_folder_and_object_stores_are_refused(tmp
     capsys.readouterr()
     folder = RunFolder(Path(target.as_uri()), "evaluation", {}, card_record=False)  # file:/... after Path()
     assert folder.out == target
-    for uri in ("s3://bucket/eval", "gs://bucket/eval"):
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    closed = "s3://bucket/eval?endpoint_override=127.0.0.1:9&scheme=http&region=us-east-1"  # nothing listens on port 9
+    for uri, why in ((closed, "cannot be read (When listing objects"), ("nosuch://bucket/eval", "cannot be opened")):
         assert eval_main([*args, "--out", uri]) == 1
         err = capsys.readouterr().err.strip()
-        assert err.count("\n") == 0 and "object store, which has no locks or atomic renames" in err, err
+        assert err.count("\n") == 0 and f"--out {uri}: {why}" in err, err
         assert not any(p.name.endswith(":") for p in tmp_path.iterdir())
+        assert not list((tmp_path / "cache").rglob("metrics.json"))
     with pytest.raises(RunError, match="not a valid file:// URI"):
         RunFolder("file:///tmp/a b", "evaluation", {}, card_record=False)
+
+
+def _toy_run(uri, settings, overwrite=False, report="report.txt"):
+    """A run of ours publishing one file and its record to ``uri`` (no dataset: its record is
+    ``.idc_run/run.json``, as a generation's or an evaluation's)."""
+    folder = RunFolder(uri, "toy", settings, owned=(report,), card_record=False, progress=False).open(overwrite)
+    if not folder.complete:
+        folder.finalise(lambda final: (final / report).write_text(json.dumps(settings)))
+    return folder
+
+
+def test_an_object_store_out_is_held_to_the_rule_of_a_local_folder(tmp_path, monkeypatch):
+    """An fsspec ``memory://`` store as the destination: the same run is done, another run is refused
+    naming what differs, ``--overwrite`` replaces only what a run of ours wrote, and files no run of
+    ours wrote are refused with or without it and stay."""
+    from idc_toolkit.destinations import Destination
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = f"memory://store/{tmp_path.name}/rule"
+    store = Destination.open(uri)
+    assert not _toy_run(uri, {"a": 1}).resumed
+    assert store.entries() == [".idc_run", "report.txt"] and store.read_text("report.txt") == '{"a": 1}'
+    assert json.loads(store.read_text(".idc_run/run.json"))["complete"] is True
+    assert _toy_run(uri, {"a": 1}).complete
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "elsewhere"))  # a machine without the staging folder
+    copy = _toy_run(uri, {"a": 1})
+    assert copy.complete and (copy.out / "report.txt").read_text() == '{"a": 1}' and copy.state["fields"]["a"] == 1
+    with pytest.raises(RunError, match=rf"^{uri} holds a toy run with other settings \(a: 1 -> 2\); pass --overwrite"):
+        _toy_run(uri, {"a": 2})
+    _toy_run(uri, {"a": 2}, overwrite=True)
+    assert store.read_text("report.txt") == '{"a": 2}'
+    store.write_text("notes.txt", "the user's own")
+    for overwrite in (False, True):
+        with pytest.raises(RunError, match=rf"^{uri} already holds files that are not an idc-toolkit run \(notes.txt\)"):
+            _toy_run(uri, {"a": 3}, overwrite=overwrite)
+    assert store.read_text("notes.txt") == "the user's own" and store.read_text("report.txt") == '{"a": 2}'
+    bare = f"memory://store/{tmp_path.name}/bare"
+    Destination.open(bare).write_text("report.txt", "not from a run")
+    with pytest.raises(RunError, match=rf"^{bare} holds report.txt without the record of an idc-toolkit run"):
+        _toy_run(bare, {"a": 1}, overwrite=True)
+
+
+def test_a_publication_cut_short_is_finished_by_the_same_command(tmp_path, monkeypatch):
+    """The upload fails after the marker and the first file: one line says the run is finished
+    in its staging folder; a reader finds no record meanwhile (only the marker); the same
+    command, without ``--overwrite``, finishes the publication and computes nothing."""
+    from idc_toolkit.destinations import Destination
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = f"memory://store/{tmp_path.name}/cut"
+    store = Destination.open(uri)
+    _toy_run(uri, {"a": 1})
+    uploads = []
+    original = Destination.upload
+
+    def fails_after_one(self, local, name, on_bytes=lambda n: None):
+        if uploads:
+            raise OSError("connection reset by peer")
+        uploads.append(name)
+        return original(self, local, name, on_bytes)
+
+    monkeypatch.setattr(Destination, "upload", fails_after_one)
+    with pytest.raises(RunError, match=rf"^publishing to {uri} failed \(connection reset by peer\); the run is finished in "
+                                       r".*: run the same command again to publish it$"):
+        _toy_run(uri, {"a": 2}, overwrite=True)
+    assert uploads == ["report.txt"] and store.read_text(".idc_run/run.json") is None
+    assert json.loads(store.read_text(".idc_run/publishing-run.json"))["fields"]["a"] == 2
+    monkeypatch.setattr(Destination, "upload", original)
+    again = _toy_run(uri, {"a": 2})
+    assert again.complete and store.entries() == [".idc_run", "report.txt"]
+    assert store.read_text(".idc_run/publishing-run.json") is None and store.read_text("report.txt") == '{"a": 2}'
+    assert json.loads(store.read_text(".idc_run/run.json"))["fields"]["a"] == 2
+
+
+def test_a_run_published_meanwhile_by_another_machine_is_not_replaced(tmp_path, monkeypatch):
+    """Object stores have no locks: a run that began on an empty destination looks again before
+    publishing, and refuses when another run was published there meanwhile."""
+    from idc_toolkit.destinations import Destination
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = f"memory://store/{tmp_path.name}/race"
+    slow = RunFolder(uri, "toy", {"a": 1}, owned=("report.txt",), card_record=False, progress=False).open()
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "elsewhere"))  # another machine: its own staging folder
+    _toy_run(uri, {"a": 2})
+    with pytest.raises(RunError, match=rf"^{uri} changed while this run worked: another toy run was published there"):
+        slow.finalise(lambda final: (final / "report.txt").write_text("a: 1"))
+    assert Destination.open(uri).read_text("report.txt") == '{"a": 2}'
+
+
+def test_two_runs_sharing_an_object_store_out_keep_each_others_files(tmp_path, monkeypatch):
+    """``idc-eval --model``'s shape: a generation, then the evaluation of its captions beside it
+    (each with its own record). The generation again with ``--overwrite`` removes the evaluation
+    it made stale, as it does in a local folder; the evaluation again, with unchanged settings,
+    puts its files back at the destination, though its record there still says it finished."""
+    from idc_toolkit.destinations import Destination
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = f"memory://store/{tmp_path.name}/shared"
+    store = Destination.open(uri)
+
+    def generation(overwrite=False):
+        folder = RunFolder(uri, "toy generation", {"model": "m"}, owned=("preds.txt", "metrics.json"), card_record=False,
+                           progress=False).open(overwrite)
+        if not folder.complete:
+            folder.finalise(lambda final: (final / "preds.txt").write_text("captions"))
+
+    def evaluation():
+        folder = RunFolder(uri, "evaluation", {"metrics": "BLEU"}, owned=("metrics.json",), tolerated=("preds.txt",),
+                           card_record=False, record_file="evaluation.json", progress=False).open()
+        (folder.out / "metrics.json").write_text("scores")  # an evaluation rewrites its files, then finalises
+        folder.finalise(lambda final: None)
+
+    generation()
+    evaluation()
+    assert store.entries() == [".idc_run", "metrics.json", "preds.txt"]
+    generation(overwrite=True)
+    assert store.entries() == [".idc_run", "preds.txt"]
+    evaluation()
+    assert store.entries() == [".idc_run", "metrics.json", "preds.txt"] and store.read_text("metrics.json") == "scores"

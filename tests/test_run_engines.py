@@ -57,6 +57,57 @@ def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_proces
     assert _files(tmp_path / "ray") == _files(one_process)
 
 
+def _store_files(uri):
+    """``{path: sha256}`` of every object under ``uri``, read through pyarrow as any reader would."""
+    from pyarrow.fs import FileSelector, FileType
+
+    from idc_toolkit.destinations import Destination
+
+    store = Destination.open(uri)
+    found = {}
+    for info in store.fs.get_file_info(FileSelector(store.root, recursive=True)):
+        if info.type == FileType.File:
+            with store.fs.open_input_stream(info.path) as fh:
+                found[info.path[len(store.root) + 1:]] = hashlib.sha256(fh.read()).hexdigest()
+    return found
+
+
+def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(demo_dataset, one_process, tmp_path,
+                                                                                monkeypatch, s3_store):
+    """``--out s3://...`` (moto's S3 on loopback, through pyarrow's S3 client): the published
+    objects are the local engine's folder, file for file and byte for byte, with nothing of the
+    run's state left there; the same command again computes nothing, and neither does a machine
+    without the staging folder: the finished run there is its result."""
+    import shutil
+
+    import idc_toolkit.masks.column as masks_column
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = s3_store("masks/one")
+    result = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False)
+    assert result.complete and result.parts_written == result.parts_total > 1
+    assert _store_files(uri) == _files(one_process)
+    assert _files(result.out_dir) == _files(one_process)  # the staging folder keeps the finished copy
+
+    def never(*args, **kwargs):
+        raise AssertionError("a finished, published run computed masks again")
+
+    monkeypatch.setattr(masks_column, "compute_change_mask", never)
+    assert add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False).already_done
+    shutil.rmtree(tmp_path / "cache")  # another machine, or a cleared cache
+    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False)
+    assert again.already_done and _files(again.out_dir) == _files(one_process)
+
+
+def test_ray_actors_publish_to_s3_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, monkeypatch,
+                                                               s3_store, local_ray):
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = s3_store("masks/ray")
+    assert add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, engine="ray",
+                            ray_actors=2).complete
+    assert _store_files(uri) == _files(one_process)
+
+
 class DiesOnce:
     """A row task whose process exits (as a killed actor does) in the middle of its third part,
     once: the marker file says it already did."""

@@ -184,7 +184,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
               "editor_sha256": path_content(models.editor), "paraphraser_sha256": path_content(models.paraphraser),
               "clip_checkpoint_sha256": path_content(models.clip_checkpoint), "clip_config": path_content(models.clip_config),
               "toolkit": __version__}
-    folder = RunFolder(out, "augment", fields, owned=("data", "README.md", REPORT_FILE)).open(overwrite)
+    folder = RunFolder(out, "augment", fields, owned=("data", "README.md", REPORT_FILE), progress=progress).open(overwrite)
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
     task = AugmentTask(models, cfg, column, features, categories is not None, progress)

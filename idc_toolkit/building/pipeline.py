@@ -205,7 +205,7 @@ def build_dataset(
     validate_features(features)
     fields = {**build_fields(builder), "verify_images": verify_images, "rows_per_part": rows_per_part,
               "max_shard_bytes": max_shard_bytes}
-    folder = RunFolder(out_dir, "build", fields, owned=("data", "README.md", REPORT_FILE)).open(overwrite)
+    folder = RunFolder(out_dir, "build", fields, owned=("data", "README.md", REPORT_FILE), progress=progress).open(overwrite)
     if folder.complete:
         report = BuildReport.from_dict(_read_report(out_dir))
         if strict:

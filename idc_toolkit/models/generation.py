@@ -91,7 +91,8 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
               **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, adapter_revision)}
-    folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False).open(overwrite)
+    folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False,
+                       progress=progress).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final

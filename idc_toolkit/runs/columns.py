@@ -108,7 +108,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
     fields = {"input": fingerprints, **params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
               "toolkit": __version__}
     owned = ("data", "README.md", "build_report.json", *(extra_files or {}))
-    folder = RunFolder(out, kind, fields, owned=owned).open(overwrite)
+    folder = RunFolder(out, kind, fields, owned=owned, progress=progress).open(overwrite)
     if folder.complete:
         return PassResult(out, 0, 0, complete=True, already_done=True)
     outcome = run_job(folder, sources, ColumnTask(compute, out_features, batch_size), rows_per_part=rows_per_part, job=shard,

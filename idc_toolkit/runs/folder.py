@@ -17,6 +17,11 @@ rename. Every step is idempotent, so a kill at any moment is finished by the nex
 When a dataset run completes, its record (kind, fingerprint, fields) is kept in the card's
 YAML under ``idc_toolkit_run`` and ``.idc_run/`` is removed, so nothing but the dataset is
 uploaded; runs that write no dataset (generation) keep ``.idc_run/run.json``.
+
+What a folder may hold is judged by one rule (:mod:`.rules`). An ``--out`` on an object store
+(``s3://``, ``gs://``, ``hf://``) is held to the same rule there; its run works here, in a local
+staging folder (:mod:`idc_toolkit.destinations`), and the finished folder is published to it
+(:mod:`.publish`).
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
+from ..destinations import destination_of
 from ..files import output_folder
-from .fingerprint import canonical, differences, digest
+from .fingerprint import canonical, digest
 from .locks import FolderLock
 from .ranks import barrier, dist_info, init_distributed
+from .publish import Published, check_destination, fetch, publish
+from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
-STATE_DIR = ".idc_run"
 RUN_FILE = "run.json"
 
 
@@ -51,21 +58,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False, default=str) + "\n")
 
 
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
 def card_record(out: Path) -> Optional[dict[str, Any]]:
     """The run record in ``out/README.md``'s YAML, if the folder holds a finished run."""
-    import yaml
-
-    from ..cards import RUN_KEY, read_card_data
-
+    path = Path(out) / "README.md"
     try:
-        record = read_card_data(out).get(RUN_KEY)
-    except (ValueError, yaml.YAMLError):  # an unreadable card records no run
+        return card_text_record(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except ValueError:  # not UTF-8: no card of ours
         return None
-    return record if isinstance(record, dict) else None
 
 
 def check_out_dir(out: Path) -> None:
@@ -112,13 +111,17 @@ class RunFolder:
 
     def __init__(self, out: Path | str, kind: str, fields: Mapping[str, Any], *, owned: Iterable[str] = ("data", "README.md"),
                  card_record: bool = True, tolerated: Iterable[str] = (), record_file: str = RUN_FILE,
-                 legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None):
-        self.out = output_folder(out, RunError)  # a file:// URI is its local folder; object stores are refused
+                 legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None, progress: bool = True):
+        self.out = output_folder(out, RunError)  # a file:// URI is its local folder; an object store's, its staging
+        self.destination = destination_of(self.out)  # where the finished run is published (None: it is here)
+        self.shown = self.destination.uri if self.destination else str(self.out)  # the --out messages name
         self.kind = kind
         self.fields = canonical({"kind": kind, **fields})
         self.fingerprint = digest(self.fields)
         self.owned = tuple(owned)
         self.tolerated = tuple(tolerated)
+        self.spec = RunSpec(kind, self.fingerprint, self.fields, self.owned, self.tolerated)
+        self.progress = progress
         self.record_file = record_file
         self.legacy_record = legacy_record
         self.card_record = card_record
@@ -126,6 +129,7 @@ class RunFolder:
         self.state: dict[str, Any] = {}
         self.complete = False
         self.resumed = False
+        self.published: Optional[Published] = None  # what the destination held when the run was opened
 
     # -- opening -------------------------------------------------------------------------
     def _lock(self, name: str, what: str) -> FolderLock:
@@ -133,7 +137,7 @@ class RunFolder:
 
     def setup_lock(self, wait: float = 120.0) -> FolderLock:
         """The short lock taken to create, check or finalise the run (waits for another job)."""
-        lock = self._lock("setup", f"{self.out} (setup)")
+        lock = self._lock("setup", f"{self.shown} (setup)")
         deadline = time.time() + wait
         while True:
             try:
@@ -144,7 +148,7 @@ class RunFolder:
                 time.sleep(0.2)
 
     def job_lock(self, job: tuple[int, int]) -> FolderLock:
-        what = f"{self.out}" + (f" --shard {job[0]}/{job[1]}" if job[1] > 1 else "")
+        what = self.shown + (f" --shard {job[0]}/{job[1]}" if job[1] > 1 else "")
         return self._lock(f"job-{job[0]}-of-{job[1]}", what)
 
     def _existing_record(self) -> Optional[dict[str, Any]]:
@@ -186,45 +190,36 @@ class RunFolder:
         if world > 1:
             init_distributed()
             if rank != 0:
-                barrier()  # rank 0 has created (or replaced) the run
-                return self._open(overwrite=False)
+                barrier()  # rank 0 has created (or replaced) the run, and checked its destination
+                return self._open(overwrite=False, main=False)
             try:
                 return self._open(overwrite)
             finally:
                 barrier()
         return self._open(overwrite)
 
-    def _open(self, overwrite: bool) -> "RunFolder":
+    def _open(self, overwrite: bool, main: bool = True) -> "RunFolder":
+        if self.destination is not None and main:  # before any work, as a local folder is checked
+            self.published = check_destination(self, overwrite)
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
+            if self.published is not None and main and self.published.holds(self.spec):
+                self._take_published()
             try:
                 record = self._existing_record()
             except RunError:
                 if not overwrite:
                     raise
                 record = {"torn": True}  # our own record, cut by a kill: --overwrite starts again
-            known = set(self.owned) | set(self.tolerated)
-            foreign = sorted(p.name for p in self.out.iterdir() if not p.name.startswith(".") and p.name not in known)
-            if foreign:  # never overwritten, never mixed with: files no run of ours wrote
-                raise RunError(f"{self.out} already holds files that are not an idc-toolkit run ({', '.join(foreign[:5])}"
-                               f"{', ...' if len(foreign) > 5 else ''}); choose another --out (--overwrite never removes them)")
-            if record is None and any((self.out / n).exists() for n in self.owned):
-                present = [n for n in self.owned if (self.out / n).exists()]
-                raise RunError(f"{self.out} holds {', '.join(present)} without the record of an idc-toolkit run; "
-                               "choose another --out (--overwrite only replaces what a run of ours wrote)")
-            if overwrite and record is not None:
+            replace = judge_output(self.shown, [p.name for p in self.out.iterdir()],
+                                   [n for n in self.owned if (self.out / n).exists()], record, self.spec, overwrite)
+            if replace:
                 others = self._other_jobs()
                 if others:
-                    raise RunError(f"cannot --overwrite {self.out}: in use by {others[0]}")
+                    raise RunError(f"cannot --overwrite {self.shown}: in use by {others[0]}")
                 self._remove_owned()
                 record = None
-            elif record is not None and record.get("fingerprint") != self.fingerprint:
-                diff = differences(record.get("fields", {}), self.fields)
-                shown = "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
-                what = record.get("kind", "another run")
-                raise RunError(f"{self.out} holds {_article(what)} {what} run with other settings ({shown or 'fingerprint differs'}); "
-                               "pass --overwrite to replace it, or choose another --out")
             if record is not None and record.get("complete"):
                 self.state, self.complete = record, True
             if not self.complete:
@@ -233,9 +228,30 @@ class RunFolder:
                                         "created": time.time(), "complete": False}
                 (self.state_dir / "parts").mkdir(parents=True, exist_ok=True)
                 self.save_state()
+            if self.published is not None and main and self.complete and not self._is_published(self.published):
+                publish(self, self.published)  # finished here, but a kill cut its publication short
         if self.complete and self.card_record:  # only the lock files (or a kill's leftovers during cleanup)
             shutil.rmtree(self.state_dir, ignore_errors=True)
         return self
+
+    def _is_published(self, published: Published) -> bool:
+        """The destination holds this run, finished, with every entry the staging folder holds of it."""
+        return published.holds(self.spec, [n for n in self.owned if (self.out / n).exists()])
+
+    def _take_published(self) -> None:
+        """The destination holds this very run, finished: unless the staging folder holds it too,
+        whatever the staging folder holds (a cache of ours) gives way to a copy of it."""
+        try:
+            here = self._existing_record()
+        except RunError:
+            here = None
+        if here is not None and here.get("complete") and here.get("fingerprint") == self.fingerprint:
+            return
+        others = self._other_jobs()
+        if others:
+            raise RunError(f"{self.shown}: its staging folder {self.out} is in use by {others[0]}")
+        self._remove_owned()
+        fetch(self)
 
     def save_state(self) -> None:
         write_json_atomic(self.state_dir / self.record_file, self.state)
@@ -270,8 +286,12 @@ class RunFolder:
         """
         with self.setup_lock(wait=24 * 3600):
             current = self._existing_record()
-            if current is None or current.get("complete"):
+            if current is None or current.get("complete"):  # another job finished it (or the same run again)
                 self.complete = True
+                if self.destination is not None and current is not None:
+                    published = check_destination(self, overwrite=False)
+                    if not self._is_published(published):
+                        publish(self, published)
                 return
             self.state = current
             final = self.state_dir / "final"
@@ -300,5 +320,7 @@ class RunFolder:
                 self.state.pop("finalise", None)
                 self.save_state()
             self.complete = True
+            if self.destination is not None:
+                publish(self, self.published)
         if self.card_record:
             shutil.rmtree(self.state_dir, ignore_errors=True)

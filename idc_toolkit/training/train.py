@@ -215,7 +215,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     device = resolve_device(device)
     args = training_arguments(settings, out, device, report_to, progress)  # refused before the folder or weights
     fields = run_fields(settings, dataset, progress)
-    folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False).open(overwrite)
+    folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False, progress=progress).open(overwrite)
     rank = dist_info()[0]
     if folder.complete:
         if push_to_hub and rank == 0:

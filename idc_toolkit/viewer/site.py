@@ -68,7 +68,8 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
               "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": image_size, "limit": limit,
               "title": title, "toolkit": __version__, "page": _static_hash()}
     out_dir = output_folder(out, IDCError)
-    folder = RunFolder(out_dir, "view", fields, owned=OWNED, card_record=False, record_file="view.json").open(overwrite)
+    folder = RunFolder(out_dir, "view", fields, owned=OWNED, card_record=False, record_file="view.json",
+                       progress=progress).open(overwrite)
     systems = tuple(ev.name for ev in runs)
     if folder.complete:
         n = json.loads((folder.state_dir / "view.json").read_text()).get("n_pairs", 0)

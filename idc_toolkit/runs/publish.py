@@ -1,0 +1,172 @@
+"""Publishing a finished run to its destination: the object store (or Hub repo, or any
+``pyarrow.fs`` / fsspec URI) an ``--out`` names (:mod:`idc_toolkit.destinations`).
+
+The run works in its local staging folder under every rule of :mod:`.folder`. The destination
+is held to the same rule (:mod:`.rules`) before any work (:func:`check_destination`), and a
+destination that already holds this very run, finished, is its result (:func:`fetch`: the
+staging folder takes a copy, so what a command reads afterwards is there). Publishing
+(:func:`publish`):
+
+1. looks at the destination again: another machine may have published there meanwhile;
+2. writes ``.idc_run/publishing-<record>`` (this run's kind, fingerprint and fields), so that a
+   kill from here on is recognised as this run's own unfinished publication;
+3. removes the record there, then the entries a run of ours wrote there (``owned`` only);
+4. uploads the finished entries, ``data/`` first and the record last (the card, or
+   ``.idc_run/<record>``): whoever finds the record finds every file it names;
+5. removes the marker.
+
+Every step can be repeated, so the next run finishes a publication that a kill cut short.
+Object stores have no locks: two machines publishing different runs to one URI at the same
+moment are caught by step 1 only if one of them has begun, not excluded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, Protocol
+
+from tqdm.auto import tqdm
+
+from ..destinations import Destination
+from ..errors import RunError
+from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
+
+
+class StagedRun(Protocol):
+    """What publishing needs of a :class:`~.folder.RunFolder` (whose destination is set)."""
+
+    destination: Destination
+    out: Path
+    spec: RunSpec
+    card_record: bool
+    record_file: str
+    progress: bool
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a destination holds of ours: the record of a finished run, the marker of an
+    unfinished publication, and whether this run is to replace them (``--overwrite``)."""
+
+    record: Optional[dict[str, Any]]
+    marker: Optional[dict[str, Any]]
+    replace: bool
+    names: tuple[str, ...] = ()  # what the destination holds, by name
+
+    @property
+    def fingerprint(self) -> Optional[str]:
+        return (self.marker or self.record or {}).get("fingerprint")
+
+    def holds(self, spec: RunSpec, entries: Iterable[str] = ()) -> bool:
+        """Whether this very run is published there, finished, with ``entries`` among its files
+        (another run of ours sharing the folder may have replaced some: a generation's
+        ``--overwrite`` removes the evaluation of its old captions, whose record stays)."""
+        return (not self.replace and self.marker is None and self.record is not None
+                and bool(self.record.get("complete")) and self.record.get("fingerprint") == spec.fingerprint
+                and all(name in self.names for name in entries))
+
+
+def record_name(run: StagedRun) -> str:
+    """Where the run's record lies, in the destination as in the staging folder."""
+    return "README.md" if run.card_record else f"{STATE_DIR}/{run.record_file}"
+
+
+def marker_name(run: StagedRun) -> str:
+    return f"{STATE_DIR}/publishing-{run.record_file}"
+
+
+def _json(dest: Destination, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
+    text = dest.read_text(name)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        if overwrite:
+            return {"torn": True}  # our own record, cut: --overwrite replaces it
+        raise RunError(f"{dest.uri}/{name} is unreadable; pass --overwrite to publish the run again") from None
+    return value if isinstance(value, dict) else None
+
+
+def _reason(exc: OSError) -> str:
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return lines[0][:300]
+
+
+def check_destination(run: StagedRun, overwrite: bool) -> Published:
+    """Hold the destination to :func:`~.rules.judge_output`; what it holds of ours. One line
+    naming the URI when it cannot be reached (no credentials, no network)."""
+    try:
+        return _check(run, overwrite)
+    except OSError as exc:
+        raise RunError(f"--out {run.destination.uri}: cannot be read ({_reason(exc)})") from None
+
+
+def _check(run: StagedRun, overwrite: bool) -> Published:
+    dest = run.destination
+    names = dest.entries()
+    if run.card_record:
+        text = dest.read_text("README.md")
+        record = None if text is None else card_text_record(text)
+    else:
+        record = _json(dest, record_name(run), overwrite)
+    marker = _json(dest, marker_name(run), overwrite)
+    present = [n for n in run.spec.owned if n in names]
+    replace = judge_output(dest.uri, names, present, marker or record, run.spec, overwrite)
+    return Published(record, marker, replace, tuple(names))
+
+
+def fetch(run: StagedRun) -> None:
+    """Copy the finished run the destination holds into the (emptied) staging folder."""
+    try:
+        _fetch(run)
+    except OSError as exc:
+        raise RunError(f"--out {run.destination.uri}: cannot copy the finished run it holds ({_reason(exc)})") from None
+
+
+def _fetch(run: StagedRun) -> None:
+    dest = run.destination
+    for name in run.spec.owned:
+        if dest.exists(name):
+            dest.download(name, run.out / name)
+    if not run.card_record:
+        dest.download(record_name(run), run.out / record_name(run))
+
+
+def publish(run: StagedRun, seen: Optional[Published]) -> None:
+    """Publish the finished staging folder (see the module docstring); ``seen`` is what the
+    destination held when the run was opened. A failure says the run is finished in its
+    staging folder and that the same command publishes it."""
+    try:
+        _publish(run, seen)
+    except OSError as exc:
+        raise RunError(f"publishing to {run.destination.uri} failed ({_reason(exc)}); the run is finished in "
+                       f"{run.out}: run the same command again to publish it") from None
+
+
+def _publish(run: StagedRun, seen: Optional[Published]) -> None:
+    dest = run.destination
+    now = check_destination(run, overwrite=True)  # the rule still holds: nothing foreign appeared
+    if now.fingerprint not in (None, run.spec.fingerprint, seen.fingerprint if seen else None):
+        raise RunError(f"{dest.uri} changed while this run worked: another {(now.marker or now.record or {}).get('kind', 'run')} "
+                       "run was published there meanwhile; rerun to compare, or choose another --out")
+    dest.write_text(marker_name(run), json.dumps({"kind": run.spec.kind, "fingerprint": run.spec.fingerprint,
+                                                  "fields": run.spec.fields, "started": time.time()}, default=str))
+    last = record_name(run)
+    dest.remove(last)  # from here on, a reader finds the marker, not a record of files being replaced
+    for name in run.spec.owned:
+        dest.remove(name)
+    names = [n for n in run.spec.owned if (run.out / n).exists() and n != last]
+    names.sort(key=lambda n: n != "data")  # data first, its record last
+    entries = [*names, last]
+    sizes = [(run.out / n).stat().st_size if (run.out / n).is_file() else
+             sum(p.stat().st_size for p in (run.out / n).rglob("*") if p.is_file()) for n in entries]
+    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.uri}", disable=not run.progress)
+    for name in entries:
+        dest.upload(run.out / name, name, bar.update)
+    bar.close()
+    dest.remove(marker_name(run))
+
