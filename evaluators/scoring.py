@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import output_folder
+from idc_toolkit.stores import input_folder
 
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
@@ -32,6 +33,7 @@ def load_references(dataset: Optional[str] = None, split: str = "test", referenc
     if categories and groups:
         raise EvaluationError("give the groups once: categories= (coco files) or groups=")
     if dataset is not None:
+        dataset = input_folder(dataset, EvaluationError)  # a store's dataset: its local copy
         if categories:
             raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
         refs = load_references_dataset(dataset, split, id_column, group_by, iou_column)

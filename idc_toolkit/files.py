@@ -65,10 +65,10 @@ def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
     """The local folder an ``--out`` names: a path; a ``file://`` URI (resolved through
     ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs); or, for any other URI
     (``s3://``, ``gs://``, ``hf://``, ...), the local folder its run is staged in before the run
-    engine publishes it there (:mod:`idc_toolkit.destinations`). A URI that went through
+    engine publishes it there (:mod:`idc_toolkit.stores`). A URI that went through
     ``Path`` (``s3:/b/x``, one slash left) is recognised too, so it can never become a folder
     named ``s3:`` in the working directory."""
-    from .destinations import Destination, normalised_uri, staging_folder, uri_scheme
+    from .stores import Store, normalised_uri, staging_folder, uri_scheme
 
     scheme = uri_scheme(str(out))
     if scheme is None:
@@ -76,7 +76,7 @@ def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
     uri = normalised_uri(str(out))
     if scheme != "file":
         try:
-            Destination.open(uri)
+            Store.open(uri)
         except (ValueError, OSError) as exc:
             raise error(f"--out {uri}: cannot be opened ({exc})") from None
         return staging_folder(uri)

@@ -274,11 +274,11 @@ def test_an_object_store_out_is_held_to_the_rule_of_a_local_folder(tmp_path, mon
     """An fsspec ``memory://`` store as the destination: the same run is done, another run is refused
     naming what differs, ``--overwrite`` replaces only what a run of ours wrote, and files no run of
     ours wrote are refused with or without it and stay."""
-    from idc_toolkit.destinations import Destination
+    from idc_toolkit.stores import Store
 
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = f"memory://store/{tmp_path.name}/rule"
-    store = Destination.open(uri)
+    store = Store.open(uri)
     assert not _toy_run(uri, {"a": 1}).resumed
     assert store.entries() == [".idc_run", "report.txt"] and store.read_text("report.txt") == '{"a": 1}'
     assert json.loads(store.read_text(".idc_run/run.json"))["complete"] is True
@@ -296,7 +296,7 @@ def test_an_object_store_out_is_held_to_the_rule_of_a_local_folder(tmp_path, mon
             _toy_run(uri, {"a": 3}, overwrite=overwrite)
     assert store.read_text("notes.txt") == "the user's own" and store.read_text("report.txt") == '{"a": 2}'
     bare = f"memory://store/{tmp_path.name}/bare"
-    Destination.open(bare).write_text("report.txt", "not from a run")
+    Store.open(bare).write_text("report.txt", "not from a run")
     with pytest.raises(RunError, match=rf"^{bare} holds report.txt without the record of an idc-toolkit run"):
         _toy_run(bare, {"a": 1}, overwrite=True)
 
@@ -305,14 +305,14 @@ def test_a_publication_cut_short_is_finished_by_the_same_command(tmp_path, monke
     """The upload fails after the marker and the first file: one line says the run is finished
     in its staging folder; a reader finds no record meanwhile (only the marker); the same
     command, without ``--overwrite``, finishes the publication and computes nothing."""
-    from idc_toolkit.destinations import Destination
+    from idc_toolkit.stores import Store
 
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = f"memory://store/{tmp_path.name}/cut"
-    store = Destination.open(uri)
+    store = Store.open(uri)
     _toy_run(uri, {"a": 1})
     uploads = []
-    original = Destination.upload
+    original = Store.upload
 
     def fails_after_one(self, local, name, on_bytes=lambda n: None):
         if uploads:
@@ -320,13 +320,13 @@ def test_a_publication_cut_short_is_finished_by_the_same_command(tmp_path, monke
         uploads.append(name)
         return original(self, local, name, on_bytes)
 
-    monkeypatch.setattr(Destination, "upload", fails_after_one)
+    monkeypatch.setattr(Store, "upload", fails_after_one)
     with pytest.raises(RunError, match=rf"^publishing to {uri} failed \(connection reset by peer\); the run is finished in "
                                        r".*: run the same command again to publish it$"):
         _toy_run(uri, {"a": 2}, overwrite=True)
     assert uploads == ["report.txt"] and store.read_text(".idc_run/run.json") is None
     assert json.loads(store.read_text(".idc_run/publishing-run.json"))["fields"]["a"] == 2
-    monkeypatch.setattr(Destination, "upload", original)
+    monkeypatch.setattr(Store, "upload", original)
     again = _toy_run(uri, {"a": 2})
     assert again.complete and store.entries() == [".idc_run", "report.txt"]
     assert store.read_text(".idc_run/publishing-run.json") is None and store.read_text("report.txt") == '{"a": 2}'
@@ -336,7 +336,7 @@ def test_a_publication_cut_short_is_finished_by_the_same_command(tmp_path, monke
 def test_a_run_published_meanwhile_by_another_machine_is_not_replaced(tmp_path, monkeypatch):
     """Object stores have no locks: a run that began on an empty destination looks again before
     publishing, and refuses when another run was published there meanwhile."""
-    from idc_toolkit.destinations import Destination
+    from idc_toolkit.stores import Store
 
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = f"memory://store/{tmp_path.name}/race"
@@ -345,7 +345,7 @@ def test_a_run_published_meanwhile_by_another_machine_is_not_replaced(tmp_path, 
     _toy_run(uri, {"a": 2})
     with pytest.raises(RunError, match=rf"^{uri} changed while this run worked: another toy run was published there"):
         slow.finalise(lambda final: (final / "report.txt").write_text("a: 1"))
-    assert Destination.open(uri).read_text("report.txt") == '{"a": 2}'
+    assert Store.open(uri).read_text("report.txt") == '{"a": 2}'
 
 
 def test_two_runs_sharing_an_object_store_out_keep_each_others_files(tmp_path, monkeypatch):
@@ -353,11 +353,11 @@ def test_two_runs_sharing_an_object_store_out_keep_each_others_files(tmp_path, m
     (each with its own record). The generation again with ``--overwrite`` removes the evaluation
     it made stale, as it does in a local folder; the evaluation again, with unchanged settings,
     puts its files back at the destination, though its record there still says it finished."""
-    from idc_toolkit.destinations import Destination
+    from idc_toolkit.stores import Store
 
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = f"memory://store/{tmp_path.name}/shared"
-    store = Destination.open(uri)
+    store = Store.open(uri)
 
     def generation(overwrite=False):
         folder = RunFolder(uri, "toy generation", {"model": "m"}, owned=("preds.txt", "metrics.json"), card_record=False,

@@ -6,6 +6,7 @@ import hashlib
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,9 +62,9 @@ def _store_files(uri):
     """``{path: sha256}`` of every object under ``uri``, read through pyarrow as any reader would."""
     from pyarrow.fs import FileSelector, FileType
 
-    from idc_toolkit.destinations import Destination
+    from idc_toolkit.stores import Store
 
-    store = Destination.open(uri)
+    store = Store.open(uri)
     found = {}
     for info in store.fs.get_file_info(FileSelector(store.root, recursive=True)):
         if info.type == FileType.File:
@@ -97,6 +98,47 @@ def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(de
     shutil.rmtree(tmp_path / "cache")  # another machine, or a cleared cache
     again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False)
     assert again.already_done and _files(again.out_dir) == _files(one_process)
+
+
+def test_a_dataset_on_s3_is_read_through_a_local_copy_of_its_version(demo_dataset, one_process, tmp_path, monkeypatch,
+                                                                      s3_store):
+    """``--dataset s3://...``: the masks of a dataset copied to S3 are the masks of the local folder,
+    byte for byte (the card names the source by its name and content, which the copy keeps). An
+    unchanged store is not copied again; a rewritten file is a new version with a copy of its
+    own, and the copy a run may still be reading is left as it was."""
+    from idc_toolkit.errors import RunError
+    from idc_toolkit.stores import Store, input_folder
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    uri = s3_store("datasets/clevr_change_demo")  # the local folder's name, as a card names its source
+    store = Store.open(uri)
+    for entry in sorted(demo_dataset.iterdir()):
+        store.upload(entry, entry.name)
+    out = tmp_path / "masks"
+    assert add_change_masks(uri, out, rows_per_part=8, device="cpu", progress=False).complete
+    assert _files(out) == _files(one_process)
+    first = input_folder(uri, RunError)
+    copying = []
+    monkeypatch.setattr(Store, "download", lambda self, name, local, on_bytes=None: copying.append(name))
+    assert input_folder(uri, RunError) == first and copying == []
+    monkeypatch.undo()
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    store.write_text("build_report.json", '{"rewritten": true}')
+    second = input_folder(uri, RunError)
+    assert second != first and (tmp_path / "cache") in Path(second).parents
+    assert (Path(second) / "build_report.json").read_text() == '{"rewritten": true}'
+    assert (Path(first) / "build_report.json").read_bytes() == (demo_dataset / "build_report.json").read_bytes()
+    # two processes of one machine (torchrun's ranks) asking at once: one copies, the other waits for it
+    from concurrent.futures import ThreadPoolExecutor
+
+    store.write_text("build_report.json", '{"rewritten": 2}')
+    copied, original = [], Store.download
+    monkeypatch.setattr(Store, "download", lambda self, name, local, on_bytes=lambda n: None:
+                        (copied.append(name), original(self, name, local, on_bytes))[1])
+    with ThreadPoolExecutor(2) as pool:
+        third = set(pool.map(lambda _: input_folder(uri, RunError), range(2)))
+    assert len(third) == 1 and third.isdisjoint({first, second})
+    assert sorted(copied) == sorted(p.relative_to(demo_dataset).as_posix() for p in demo_dataset.rglob("*") if p.is_file())
 
 
 def test_ray_actors_publish_to_s3_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, monkeypatch,

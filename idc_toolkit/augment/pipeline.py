@@ -33,6 +33,7 @@ from datasets import ClassLabel, Value
 from .. import __version__
 from ..errors import IDCError
 from ..files import output_folder
+from ..stores import input_folder
 from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, run_job
 from ..runs.rows import decode_image
 from ..schema import CATEGORY, pair_features
@@ -169,6 +170,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
                     **engine_options: Any) -> dict[str, Any]:
     """Write the augmented dataset (see module docstring); returns the report."""
     out = output_folder(out_dir, IDCError)
+    source = input_folder(source, IDCError, progress)  # a store's dataset: its local copy
     rows, src_features, src_fp = open_split(source, split, progress)
     column = instruction_column or "captions"
     for needed in ("pair_id", "before", column):

@@ -15,14 +15,14 @@ def make_parser():
     d = AugmentConfig()
     p = common.parser("idc-augment", "InstructPix2Pix edits + LLM paraphrased references, as a dataset (BLIP2IDC's Syned recipe).")
     p.add_argument("--dataset", "--source", dest="source", required=True,
-                   help="an idc-build folder or Hub dataset id with before images and instructions")
+                   help="an idc-build folder or Hub dataset id with before images and instructions" + common.STORE_DATASET)
     p.add_argument("--split", default="train", help="source split to augment")
     p.add_argument("--instruction-column", help="column holding the instruction (default: the first of captions)")
     p.add_argument("--editor", help="diffusers InstructPix2Pix pipeline: name or local folder (not with --paraphrase-only)")
     p.add_argument("--paraphrase-only", action="store_true",
                    help="no editing: the source pairs with instruction + paraphrases as references (Syned's test references)")
     p.add_argument("--paraphraser", required=True, help="transformers chat model with a chat template: name or folder")
-    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)")
+    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)" + common.STORE_OUT)
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
     p.add_argument("--edits-per-image", type=int, default=d.edits_per_image, help="edits per source row")
     p.add_argument("--paraphrases", type=int, default=d.paraphrases, help="paraphrases per instruction")

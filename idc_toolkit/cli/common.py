@@ -35,6 +35,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+#: what every --out and --dataset help adds: where else they may be (idc_toolkit.stores)
+STORE_OUT = "; or an s3:// / gs:// / hf:// URI: staged here, published there when finished"
+STORE_DATASET = "; or such a folder on an object store (s3://, gs://, hf://), read through a local copy"
+
+
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
     add_common(p)

@@ -23,7 +23,7 @@ log = logging.getLogger("idc_toolkit.eval")
 
 def _add_reference_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", help="an idc-build folder or a Hub dataset id; references = its captions")
+    src.add_argument("--dataset", help="an idc-build folder or a Hub dataset id; references = its captions" + common.STORE_DATASET)
     src.add_argument("--references", help="a coco-caption annotation file")
     p.add_argument("--split", default="test", help="dataset split")
     p.add_argument("--categories", help="with --references: {pair_id: category} or {category: [pair_id, ...]}")
@@ -71,7 +71,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
 
         cls = get_runner_class(model)
         cls.add_arguments(p.add_argument_group(f"{model} options", cls.summary))
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, help="output folder" + common.STORE_OUT)
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
     p.add_argument("--no-breakdown", action="store_true", help="score only the whole set")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -13,8 +13,8 @@ from . import common
 
 
 def _add_run_options(p) -> None:
-    p.add_argument("--dataset", required=True, help="a folder written by idc-build, or a Hub dataset id")
-    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)")
+    p.add_argument("--dataset", required=True, help="a folder written by idc-build, or a Hub dataset id" + common.STORE_DATASET)
+    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)" + common.STORE_OUT)
     p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
     p.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
     p.add_argument("--rows-per-part", type=int, default=500, help="rows per part (the resume and sharding unit)")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..cards import pass_section
 from ..errors import IDCError
+from ..stores import input_folder
 from ..masks.diff import MaskParams, compute_change_mask
 from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image, iter_rows, open_split
@@ -138,6 +139,7 @@ def add_change_entities(
     from ..devices import resolve_device
 
     nlp = load_spacy(spacy_model)
+    dataset = input_folder(str(dataset), IDCError, progress)  # a store's dataset: its local copy
     vocab = build_vocabulary(nlp, split_captions(dataset, vocab_split), phrases, min_count)
     if not vocab:
         raise IDCError(f"no phrase found in the {vocab_split!r} captions with --phrases {phrases}")

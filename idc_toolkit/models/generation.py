@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from ..errors import IDCError
 from ..files import output_folder
+from ..stores import input_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier
@@ -82,6 +83,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
     from .adapters import resolve_adapter
 
     out_dir = output_folder(out_dir, IDCError)
+    dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
     options = {**runner_cls.option_defaults(), **(options or {})}
     adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split, progress)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 from .. import __version__
 from ..errors import RunError
 from ..files import output_folder
+from ..stores import input_folder
 from ..schema import add_columns, validate_features
 from .engine import PartOutput, run_job
 from .folder import RunFolder
@@ -92,7 +93,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
     ``params`` are the pass's settings, recorded in the fingerprint and in the card; ``facts``
     are added to the dataset's facts (what consumers read back, e.g. which entity strategy).
     """
-    src, out = str(dataset), output_folder(out, RunError)
+    src, out = input_folder(str(dataset), RunError, progress), output_folder(out, RunError)
     if Path(src).exists() and Path(src).resolve() == out.resolve():
         raise RunError("--out must differ from --dataset (the source is read while the new folder is written)")
     splits = splits or source_splits(src)

@@ -20,7 +20,7 @@ uploaded; runs that write no dataset (generation) keep ``.idc_run/run.json``.
 
 What a folder may hold is judged by one rule (:mod:`.rules`). An ``--out`` on an object store
 (``s3://``, ``gs://``, ``hf://``) is held to the same rule there; its run works here, in a local
-staging folder (:mod:`idc_toolkit.destinations`), and the finished folder is published to it
+staging folder (:mod:`idc_toolkit.stores`), and the finished folder is published to it
 (:mod:`.publish`).
 """
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
-from ..destinations import destination_of
+from ..stores import store_of
 from ..files import output_folder
 from .fingerprint import canonical, digest
 from .locks import FolderLock
@@ -113,7 +113,7 @@ class RunFolder:
                  card_record: bool = True, tolerated: Iterable[str] = (), record_file: str = RUN_FILE,
                  legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None, progress: bool = True):
         self.out = output_folder(out, RunError)  # a file:// URI is its local folder; an object store's, its staging
-        self.destination = destination_of(self.out)  # where the finished run is published (None: it is here)
+        self.destination = store_of(self.out)  # where the finished run is published (None: it is here)
         self.shown = self.destination.uri if self.destination else str(self.out)  # the --out messages name
         self.kind = kind
         self.fields = canonical({"kind": kind, **fields})

@@ -1,5 +1,5 @@
 """Publishing a finished run to its destination: the object store (or Hub repo, or any
-``pyarrow.fs`` / fsspec URI) an ``--out`` names (:mod:`idc_toolkit.destinations`).
+``pyarrow.fs`` / fsspec URI) an ``--out`` names (:mod:`idc_toolkit.stores`).
 
 The run works in its local staging folder under every rule of :mod:`.folder`. The destination
 is held to the same rule (:mod:`.rules`) before any work (:func:`check_destination`), and a
@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Protocol
 
 from tqdm.auto import tqdm
 
-from ..destinations import Destination
+from ..stores import Store
 from ..errors import RunError
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
@@ -38,7 +38,7 @@ from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 class StagedRun(Protocol):
     """What publishing needs of a :class:`~.folder.RunFolder` (whose destination is set)."""
 
-    destination: Destination
+    destination: Store
     out: Path
     spec: RunSpec
     card_record: bool
@@ -78,7 +78,7 @@ def marker_name(run: StagedRun) -> str:
     return f"{STATE_DIR}/publishing-{run.record_file}"
 
 
-def _json(dest: Destination, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
+def _json(dest: Store, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
     text = dest.read_text(name)
     if text is None:
         return None

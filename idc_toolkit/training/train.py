@@ -33,6 +33,7 @@ from typing import Any, Optional
 from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..files import output_folder
+from ..stores import input_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter
@@ -198,6 +199,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
 
     recipe_cls = get_recipe_class(model)
     out = output_folder(out, IDCError)
+    dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
     facts = dataset_facts(dataset)
     settings = resolve_settings(recipe_cls, facts, variant=variant, base_model=base_model, revision=revision,
                                 epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, lr=lr, lora_rank=lora_rank,

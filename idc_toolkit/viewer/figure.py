@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from ..errors import IDCError
 from ..files import output_folder
+from ..stores import input_folder
 from .sources import read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)
@@ -48,6 +49,7 @@ def write_figure(out: Path | str, *, pairs: Sequence[str], dataset: str, split: 
         raise IDCError("--pairs: give at least one pair id")
     runs = unique_names([read_evaluation(e) for e in evaluations])
     split = split or next((ev.split for ev in runs if ev.split), None) or "test"
+    dataset = input_folder(dataset, IDCError)  # a store's dataset: its local copy
     rows, features, fingerprint = open_split(dataset, split)
     wanted = {pid: None for pid in pairs}
     for start in range(0, len(rows), 256):

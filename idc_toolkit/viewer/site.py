@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
 from ..files import output_folder
+from ..stores import input_folder
 from .sources import Evaluation, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
@@ -58,6 +59,7 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
     if dataset is None and not evaluations:
         raise IDCError("nothing to show: pass --dataset, one or more --eval folders, or both")
     runs = unique_names([read_evaluation(e) for e in evaluations])
+    dataset = None if dataset is None else input_folder(dataset, IDCError, progress)  # a store's: its local copy
     chosen = _splits(dataset, list(splits), runs)
     sources = {}
     if dataset is not None:
