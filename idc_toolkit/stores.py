@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from contextlib import contextmanager
@@ -151,7 +152,7 @@ class Store:
             files = [(f.path, local / f.path[len(base):]) for f in found if f.type == FileType.File]
         for source, target in files:
             target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".partial")
+            partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")  # ranks fetch at once
             with self.fs.open_input_stream(source) as src, partial.open("wb") as dst:
                 while chunk := src.read(COPY_CHUNK):
                     dst.write(chunk)
@@ -258,7 +259,6 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
     """Copy the listed files beside, then rename the copy into place as ``home/version/name``."""
     import json
     import shutil
-    import threading
 
     from tqdm.auto import tqdm
 

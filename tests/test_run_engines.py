@@ -100,6 +100,27 @@ def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(de
     assert again.already_done and _files(again.out_dir) == _files(one_process)
 
 
+def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_process, tmp_path, monkeypatch, s3_store):
+    """``--shard 0/2`` and ``--shard 1/2`` on two machines, each with its own staging folder: the
+    parts each job writes are shared at the destination, so the job that finds the set complete
+    publishes the local engine's folder; meanwhile, a run with other settings is refused as a
+    local folder's partial run is."""
+    from idc_toolkit.errors import RunError
+    from idc_toolkit.masks import MaskParams
+
+    uri = s3_store("masks/shards")
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
+    first = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(0, 2))
+    assert not first.complete and first.parts_written > 0
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_c"))
+    with pytest.raises(RunError, match=r"holds a masks run with other settings \(delta: "):
+        add_change_masks(demo_dataset, uri, MaskParams(delta=60.0), rows_per_part=8, device="cpu", progress=False)
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_b"))
+    second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(1, 2))
+    assert second.complete and first.parts_written + second.parts_written == second.parts_total
+    assert _store_files(uri) == _files(one_process)  # nothing of the parts is left there
+
+
 def test_a_dataset_on_s3_is_read_through_a_local_copy_of_its_version(demo_dataset, one_process, tmp_path, monkeypatch,
                                                                       s3_store):
     """``--dataset s3://...``: the masks of a dataset copied to S3 are the masks of the local folder,

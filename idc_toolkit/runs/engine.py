@@ -97,7 +97,7 @@ def stream_part(sink: Any, part: Part, source: RowSource, task: RowTask,
 
 def _part_files(folder_parts: Path, part: Part) -> tuple[Path, Path]:
     """A part's parquet file, and the ``.partial`` name this process writes it under first."""
-    final = folder_parts / f"{part.index:06d}.parquet"
+    final = folder_parts / f"{part.stem}.parquet"
     return final, final.with_name(final.name + f".{os.getpid()}.partial")
 
 
@@ -200,6 +200,7 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
                        desc=desc + (f" rank {rank}" if world > 1 else ""))
             for part in todo:
                 write_part(folder.parts_dir(part.split), part, sources[part.split], task, on_batch=bar.update)
+                folder.part_written(part.split, part.stem)
                 written += 1
             bar.close()
             barrier()
@@ -296,6 +297,7 @@ def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, to
         part = Part(str(row["split"]), int(row["index"]), int(row["start"]), int(row["stop"]))
         meta = json.loads(row["record"])
         save_part(folder.parts_dir(part.split), part, row["parquet"], PartRecord(meta["rows"], meta["arrow_bytes"], meta["stats"]))
+        folder.part_written(part.split, part.stem)
         bar.update(part.stop - part.start)
     bar.close()
     return len(todo)

@@ -39,7 +39,7 @@ from ..files import output_folder
 from .fingerprint import canonical, digest
 from .locks import FolderLock
 from .ranks import barrier, dist_info, init_distributed
-from .publish import Published, check_destination, fetch, publish
+from .publish import Published, check_destination, drop_shared_parts, fetch, fetch_parts, publish, share_part
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
 RUN_FILE = "run.json"
@@ -201,6 +201,8 @@ class RunFolder:
     def _open(self, overwrite: bool, main: bool = True) -> "RunFolder":
         if self.destination is not None and main:  # before any work, as a local folder is checked
             self.published = check_destination(self, overwrite)
+            if overwrite:
+                drop_shared_parts(self)
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
@@ -265,8 +267,11 @@ class RunFolder:
         return self.state_dir / "parts" / split
 
     def done_parts(self, split: str) -> dict[int, dict[str, Any]]:
-        """Finished parts of ``split``: ``{k: sidecar}`` (a part counts once its sidecar exists)."""
+        """Finished parts of ``split``: ``{k: sidecar}`` (a part counts once its sidecar exists),
+        with those that other machines shared at the destination copied in first."""
         folder = self.parts_dir(split)
+        if self.destination is not None:
+            fetch_parts(self, folder, split)
         if not folder.is_dir():
             return {}
         out = {}
@@ -276,6 +281,11 @@ class RunFolder:
             except ValueError:
                 continue  # a torn sidecar: the part is redone
         return out
+
+    def part_written(self, split: str, stem: str) -> None:
+        """The engine wrote part ``stem`` of ``split`` here: share it at the destination, if any."""
+        if self.destination is not None:
+            share_part(self, self.parts_dir(split), split, stem)
 
     # -- finalising ----------------------------------------------------------------------
     def finalise(self, stage: Callable[[Path], None], order: Iterable[str] = ("README.md",)) -> None:

@@ -16,6 +16,13 @@ staging folder takes a copy, so what a command reads afterwards is there). Publi
 5. removes the marker.
 
 Every step can be repeated, so the next run finishes a publication that a kill cut short.
+
+While the run works, each part it writes is shared there too (:func:`share_part`), under
+``.idc_run/parts-<record>/<fingerprint>/`` (its ``run.json`` names the run's settings), and the
+parts other machines shared are copied in before the engine counts what is missing
+(:func:`fetch_parts`). So ``--shard`` jobs and ``torchrun`` ranks on different machines, each with
+its own staging folder, complete one run, and a run killed on one machine resumes on another.
+Parts of another run's settings there are refused as a local folder's partial run is.
 Object stores have no locks: two machines publishing different runs to one URI at the same
 moment are caught by step 1 only if one of them has begun, not excluded.
 """
@@ -30,8 +37,8 @@ from typing import Any, Iterable, Optional, Protocol
 
 from tqdm.auto import tqdm
 
-from ..stores import Store
 from ..errors import RunError
+from ..stores import Store
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
 
@@ -67,6 +74,11 @@ class Published:
         return (not self.replace and self.marker is None and self.record is not None
                 and bool(self.record.get("complete")) and self.record.get("fingerprint") == spec.fingerprint
                 and all(name in self.names for name in entries))
+
+
+def parts_root(run: StagedRun) -> str:
+    """Where the parts of runs of this record's kind are shared, one folder per fingerprint."""
+    return f"{STATE_DIR}/parts-{Path(run.record_file).stem}"
 
 
 def record_name(run: StagedRun) -> str:
@@ -116,7 +128,73 @@ def _check(run: StagedRun, overwrite: bool) -> Published:
     marker = _json(dest, marker_name(run), overwrite)
     present = [n for n in run.spec.owned if n in names]
     replace = judge_output(dest.uri, names, present, marker or record, run.spec, overwrite)
+    for working in _runs_at_work(dest, run):  # parts of unfinished runs: refused as a partial run is
+        if working.get("fingerprint") != run.spec.fingerprint:
+            judge_output(dest.uri, (), (), working, run.spec, overwrite)
     return Published(record, marker, replace, tuple(names))
+
+
+def _runs_at_work(dest: Store, run: StagedRun) -> list[dict[str, Any]]:
+    """The records of the unfinished runs whose parts are shared there (one per fingerprint; a
+    folder of parts whose ``run.json`` is missing or cut is a run of unknown settings)."""
+    from pyarrow.fs import FileSelector, FileType
+
+    found = dest.fs.get_file_info(FileSelector(dest.path(parts_root(run)), allow_not_found=True))
+    records = []
+    for info in found:
+        if info.type == FileType.Directory:
+            fingerprint = info.path.rstrip("/").rsplit("/", 1)[-1]
+            record = _json(dest, f"{parts_root(run)}/{fingerprint}/run.json", True) or {}
+            records.append(record if "fingerprint" in record else {"kind": run.spec.kind, "fingerprint": fingerprint,
+                                                                   "fields": {}})
+    return records
+
+
+def drop_shared_parts(run: StagedRun) -> None:
+    """``--overwrite``: the parts shared there are not taken back, as a local folder's are removed."""
+    try:
+        run.destination.remove(parts_root(run))
+    except OSError as exc:
+        raise RunError(f"--out {run.destination.uri}: cannot remove the parts shared there ({_reason(exc)})") from None
+
+
+def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
+    """Upload the part ``stem`` of ``split`` (its parquet file, if it has rows, then its ``.json``,
+    which marks it done there), and the run's settings beside the parts once."""
+    dest = run.destination
+    base = f"{parts_root(run)}/{run.spec.fingerprint}"
+    try:
+        if not dest.exists(f"{base}/run.json"):
+            dest.write_text(f"{base}/run.json", json.dumps({"kind": run.spec.kind, "fingerprint": run.spec.fingerprint,
+                                                            "fields": run.spec.fields}, default=str))
+        if (parts_dir / f"{stem}.parquet").exists():
+            dest.upload(parts_dir / f"{stem}.parquet", f"{base}/{split}/{stem}.parquet")
+        dest.upload(parts_dir / f"{stem}.json", f"{base}/{split}/{stem}.json")
+    except OSError as exc:
+        raise RunError(f"--out {dest.uri}: sharing a part failed ({_reason(exc)}); it is kept in {run.out}, and the "
+                       "same command shares it again") from None
+
+
+def fetch_parts(run: StagedRun, parts_dir: Path, split: str) -> None:
+    """Copy into ``parts_dir`` the parts of ``split`` that other machines shared and this one lacks."""
+    from pyarrow.fs import FileSelector, FileType
+
+    dest = run.destination
+    base = f"{parts_root(run)}/{run.spec.fingerprint}/{split}"
+    try:
+        found = dest.fs.get_file_info(FileSelector(dest.path(base), allow_not_found=True))
+        for info in found:
+            name = info.path.rsplit("/", 1)[-1]
+            if info.type != FileType.File or not name.endswith(".json") or (parts_dir / name).exists():
+                continue
+            sidecar = json.loads(dest.read_text(f"{base}/{name}") or "{}")
+            if sidecar.get("file") not in (None, name[:-len(".json")] + ".parquet"):  # never a path of its own
+                raise ValueError(f"{base}/{name} names {sidecar.get('file')!r}, not its own parquet file")
+            if sidecar.get("file"):
+                dest.download(f"{base}/{sidecar['file']}", parts_dir / sidecar["file"])
+            dest.download(f"{base}/{name}", parts_dir / name)  # last: the part is done here too
+    except (OSError, ValueError) as exc:
+        raise RunError(f"--out {dest.uri}: reading the parts other jobs shared failed ({exc})") from None
 
 
 def fetch(run: StagedRun) -> None:
@@ -169,4 +247,5 @@ def _publish(run: StagedRun, seen: Optional[Published]) -> None:
         dest.upload(run.out / name, name, bar.update)
     bar.close()
     dest.remove(marker_name(run))
+    dest.remove(parts_root(run))  # the shared parts are in the data now
 

@@ -34,6 +34,11 @@ class Part:
     start: int
     stop: int
 
+    @property
+    def stem(self) -> str:
+        """The name of its files (``<stem>.parquet``, ``<stem>.json``) in the parts folder."""
+        return f"{self.index:06d}"
+
 
 def part_grid(split: str, n_rows: int, rows_per_part: int) -> list[Part]:
     if rows_per_part < 1:
