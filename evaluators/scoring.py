@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import output_folder
-from idc_toolkit.stores import input_folder
+from idc_toolkit.stores import input_folder, shown_uri
 
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
@@ -94,7 +94,7 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     from .outputs import build_meta, metrics_dict, open_evaluation_folder, preload_chart_libraries, write_outputs
     from .protocols import get_protocol
 
-    named_out = None if out is None else str(out)  # as the user named it (a URI's staging folder is ours)
+    named_out = None if out is None else shown_uri(str(out))  # as named (a URI's staging folder is ours), no secret
     out = None if out is None else output_folder(out, EvaluationError)
     arguments = {"predictions": _source(predictions), "dataset": dataset, "split": split, "references": references,
                  "categories": categories, "id_column": id_column, "groups": groups, "group_by": group_by,

@@ -68,7 +68,7 @@ def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
     engine publishes it there (:mod:`idc_toolkit.stores`). A URI that went through
     ``Path`` (``s3:/b/x``, one slash left) is recognised too, so it can never become a folder
     named ``s3:`` in the working directory."""
-    from .stores import Store, normalised_uri, staging_folder, uri_scheme
+    from .stores import Store, normalised_uri, shown_uri, staging_folder, uri_scheme
 
     scheme = uri_scheme(str(out))
     if scheme is None:
@@ -78,7 +78,7 @@ def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
         try:
             Store.open(uri)
         except (ValueError, OSError) as exc:
-            raise error(f"--out {uri}: cannot be opened ({exc})") from None
+            raise error(f"--out {shown_uri(uri)}: cannot be opened ({exc})") from None
         return staging_folder(uri)
     import pyarrow as pa
     from pyarrow.fs import FileSystem

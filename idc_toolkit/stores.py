@@ -51,6 +51,15 @@ def normalised_uri(text: str) -> str:
     return f"{scheme}://{text[match.end():]}"
 
 
+_SECRET = re.compile(r"(?i)([?&][^=&]*(?:secret|token|password|credential)[^=&]*=)[^&]*")
+
+
+def shown_uri(uri: str) -> str:
+    """``uri`` as messages, progress bars and records show it: the values of its secret query
+    parameters (``secret_key``, ``session_token``, ...) replaced by ``***``."""
+    return _SECRET.sub(r"\1***", uri)
+
+
 @dataclass
 class Store:
     """A folder on a ``pyarrow.fs`` file system: ``root`` on ``fs``, named ``uri`` in messages."""
@@ -75,9 +84,13 @@ class Store:
             try:
                 spec_fs, root = fsspec.core.url_to_fs(uri)
             except (ValueError, ImportError) as exc:
-                raise ValueError(f"{uri}: neither pyarrow ({arrow_error}) nor fsspec ({exc}) can open it") from None
+                raise ValueError(f"{shown_uri(uri)}: neither pyarrow ({arrow_error}) nor fsspec ({exc}) can open it") from None
             fs = PyFileSystem(FSSpecHandler(spec_fs))
         return cls(uri, fs, root.rstrip("/"))
+
+    @property
+    def shown(self) -> str:
+        return shown_uri(self.uri)
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if name else self.root
@@ -162,7 +175,7 @@ class Store:
 
 def staging_folder(uri: str) -> Path:
     """The local folder a run for ``uri`` works in, and the sibling file naming ``uri`` (written
-    readable by its owner only: a URI may carry an S3 secret in its query)."""
+    readable by its owner only: some fsspec back-ends take credentials in the query)."""
     key = hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
     root = cache_dir(STAGING)
     root.mkdir(parents=True, exist_ok=True)
@@ -218,7 +231,7 @@ def input_folder(dataset: str, error: Callable[[str], Exception], progress: bool
         return FileSystem.from_uri(uri)[1]
 
     def failed(what: str, exc: Exception) -> Exception:
-        return error(f"--dataset {uri}: {what} ({str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__})")
+        return error(f"--dataset {shown_uri(uri)}: {what} ({str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__})")
 
     try:
         store = Store.open(uri)
@@ -226,7 +239,7 @@ def input_folder(dataset: str, error: Callable[[str], Exception], progress: bool
     except (ValueError, OSError) as exc:
         raise failed("cannot be read", exc) from None
     if not listing:
-        raise error(f"--dataset {uri}: holds no files")
+        raise error(f"--dataset {shown_uri(uri)}: holds no files")
     name = store.root.rstrip("/").rsplit("/", 1)[-1] or "dataset"
     home = cache_dir("inputs", hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16])
     timed = all(mtime for _, _, mtime in listing)
@@ -266,13 +279,13 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
     partial = home / f"copy.{os.getpid()}.{threading.get_ident()}.partial"
     shutil.rmtree(partial, ignore_errors=True)  # this thread's own, from an attempt that failed
     bar = tqdm(total=sum(size for _, size, _ in listing), unit="B", unit_scale=True, disable=not progress,
-               desc=f"copying {store.uri}" + (" (once per version)" if timed else ""))
+               desc=f"copying {store.shown}" + (" (once per version)" if timed else ""))
     try:
         for path, _, _ in listing:
             store.download(path, partial / name / path, bar.update)
         if not timed:  # what the store cannot tell, the content does
             version = _digest([(path, size, _sha256(partial / name / path)) for path, size, _ in listing])
-        (partial / name / ".idc_copy.json").write_text(json.dumps({"uri": store.uri, "files": listing}, indent=1) + "\n")
+        (partial / name / ".idc_copy.json").write_text(json.dumps({"uri": store.shown, "files": listing}, indent=1) + "\n")
         try:
             partial.rename(home / version)
         except OSError:  # another process copied the same version first: its copy serves

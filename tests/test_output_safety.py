@@ -270,6 +270,14 @@ def _toy_run(uri, settings, overwrite=False, report="report.txt"):
     return folder
 
 
+def test_uris_are_shown_without_their_secrets():
+    from idc_toolkit.stores import shown_uri
+
+    uri = "gs://b/x?token=T0K&access_key=AK&Secret_Key=S3C&scheme=http&password=PW"
+    assert shown_uri(uri) == "gs://b/x?token=***&access_key=AK&Secret_Key=***&scheme=http&password=***"
+    assert shown_uri("s3://b/x?endpoint_override=h:9") == "s3://b/x?endpoint_override=h:9"
+
+
 def test_an_object_store_out_is_held_to_the_rule_of_a_local_folder(tmp_path, monkeypatch):
     """An fsspec ``memory://`` store as the destination: the same run is done, another run is refused
     naming what differs, ``--overwrite`` replaces only what a run of ours wrote, and files no run of

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import IDCError
+from ..stores import shown_uri
 from . import common
 
 log = logging.getLogger("idc_toolkit.eval")
@@ -143,7 +144,7 @@ def run_score(args) -> dict:
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
-    print(f"(scores x100; written to {args.out})")
+    print(f"(scores x100; written to {shown_uri(str(args.out))})")
     return ev.metrics
 
 

@@ -114,7 +114,7 @@ class RunFolder:
                  legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None, progress: bool = True):
         self.out = output_folder(out, RunError)  # a file:// URI is its local folder; an object store's, its staging
         self.destination = store_of(self.out)  # where the finished run is published (None: it is here)
-        self.shown = self.destination.uri if self.destination else str(self.out)  # the --out messages name
+        self.shown = self.destination.shown if self.destination else str(self.out)  # the --out messages name
         self.kind = kind
         self.fields = canonical({"kind": kind, **fields})
         self.fingerprint = digest(self.fields)

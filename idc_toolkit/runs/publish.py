@@ -99,7 +99,7 @@ def _json(dest: Store, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
     except ValueError:
         if overwrite:
             return {"torn": True}  # our own record, cut: --overwrite replaces it
-        raise RunError(f"{dest.uri}/{name} is unreadable; pass --overwrite to publish the run again") from None
+        raise RunError(f"{dest.shown}/{name} is unreadable; pass --overwrite to publish the run again") from None
     return value if isinstance(value, dict) else None
 
 
@@ -114,7 +114,7 @@ def check_destination(run: StagedRun, overwrite: bool) -> Published:
     try:
         return _check(run, overwrite)
     except OSError as exc:
-        raise RunError(f"--out {run.destination.uri}: cannot be read ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot be read ({_reason(exc)})") from None
 
 
 def _check(run: StagedRun, overwrite: bool) -> Published:
@@ -127,10 +127,10 @@ def _check(run: StagedRun, overwrite: bool) -> Published:
         record = _json(dest, record_name(run), overwrite)
     marker = _json(dest, marker_name(run), overwrite)
     present = [n for n in run.spec.owned if n in names]
-    replace = judge_output(dest.uri, names, present, marker or record, run.spec, overwrite)
+    replace = judge_output(dest.shown, names, present, marker or record, run.spec, overwrite)
     for working in _runs_at_work(dest, run):  # parts of unfinished runs: refused as a partial run is
         if working.get("fingerprint") != run.spec.fingerprint:
-            judge_output(dest.uri, (), (), working, run.spec, overwrite)
+            judge_output(dest.shown, (), (), working, run.spec, overwrite)
     return Published(record, marker, replace, tuple(names))
 
 
@@ -155,7 +155,7 @@ def drop_shared_parts(run: StagedRun) -> None:
     try:
         run.destination.remove(parts_root(run))
     except OSError as exc:
-        raise RunError(f"--out {run.destination.uri}: cannot remove the parts shared there ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot remove the parts shared there ({_reason(exc)})") from None
 
 
 def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
@@ -171,7 +171,7 @@ def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
             dest.upload(parts_dir / f"{stem}.parquet", f"{base}/{split}/{stem}.parquet")
         dest.upload(parts_dir / f"{stem}.json", f"{base}/{split}/{stem}.json")
     except OSError as exc:
-        raise RunError(f"--out {dest.uri}: sharing a part failed ({_reason(exc)}); it is kept in {run.out}, and the "
+        raise RunError(f"--out {dest.shown}: sharing a part failed ({_reason(exc)}); it is kept in {run.out}, and the "
                        "same command shares it again") from None
 
 
@@ -194,7 +194,7 @@ def fetch_parts(run: StagedRun, parts_dir: Path, split: str) -> None:
                 dest.download(f"{base}/{sidecar['file']}", parts_dir / sidecar["file"])
             dest.download(f"{base}/{name}", parts_dir / name)  # last: the part is done here too
     except (OSError, ValueError) as exc:
-        raise RunError(f"--out {dest.uri}: reading the parts other jobs shared failed ({exc})") from None
+        raise RunError(f"--out {dest.shown}: reading the parts other jobs shared failed ({exc})") from None
 
 
 def fetch(run: StagedRun) -> None:
@@ -202,7 +202,7 @@ def fetch(run: StagedRun) -> None:
     try:
         _fetch(run)
     except OSError as exc:
-        raise RunError(f"--out {run.destination.uri}: cannot copy the finished run it holds ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot copy the finished run it holds ({_reason(exc)})") from None
 
 
 def _fetch(run: StagedRun) -> None:
@@ -221,7 +221,7 @@ def publish(run: StagedRun, seen: Optional[Published]) -> None:
     try:
         _publish(run, seen)
     except OSError as exc:
-        raise RunError(f"publishing to {run.destination.uri} failed ({_reason(exc)}); the run is finished in "
+        raise RunError(f"publishing to {run.destination.shown} failed ({_reason(exc)}); the run is finished in "
                        f"{run.out}: run the same command again to publish it") from None
 
 
@@ -229,7 +229,7 @@ def _publish(run: StagedRun, seen: Optional[Published]) -> None:
     dest = run.destination
     now = check_destination(run, overwrite=True)  # the rule still holds: nothing foreign appeared
     if now.fingerprint not in (None, run.spec.fingerprint, seen.fingerprint if seen else None):
-        raise RunError(f"{dest.uri} changed while this run worked: another {(now.marker or now.record or {}).get('kind', 'run')} "
+        raise RunError(f"{dest.shown} changed while this run worked: another {(now.marker or now.record or {}).get('kind', 'run')} "
                        "run was published there meanwhile; rerun to compare, or choose another --out")
     dest.write_text(marker_name(run), json.dumps({"kind": run.spec.kind, "fingerprint": run.spec.fingerprint,
                                                   "fields": run.spec.fields, "started": time.time()}, default=str))
@@ -242,7 +242,7 @@ def _publish(run: StagedRun, seen: Optional[Published]) -> None:
     entries = [*names, last]
     sizes = [(run.out / n).stat().st_size if (run.out / n).is_file() else
              sum(p.stat().st_size for p in (run.out / n).rglob("*") if p.is_file()) for n in entries]
-    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.uri}", disable=not run.progress)
+    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.shown}", disable=not run.progress)
     for name in entries:
         dest.upload(run.out / name, name, bar.update)
     bar.close()
