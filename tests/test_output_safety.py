@@ -114,6 +114,42 @@ def test_content_hashes_of_many_files_read_and_write_the_cache_once(tmp_path, mo
     assert files_sha256(files) == [file_sha256(f) for f in files] and len(writes) == 2  # the rest cached
 
 
+def test_processes_asking_for_the_same_new_hashes_at_once_hash_them_once(tmp_path, monkeypatch):
+    """torchrun's ranks open the same new dataset at the same moment: one of them hashes it, the
+    others wait for its cache entries (each file read once in all), and all get hashlib's values;
+    the lock's file is gone afterwards."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import idc_toolkit.runs.fingerprint as fingerprint
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
+    files = [tmp_path / f"train-{k}.parquet" for k in range(6)]
+    for k, f in enumerate(files):
+        f.write_bytes(os.urandom(200_000 + k))
+    read, hashing, original = [], threading.Event(), fingerprint._sha256_file
+
+    def slow(path, bar=None):
+        read.append(path.name)
+        hashing.set()
+        threading.Event().wait(0.05)  # long enough for the other asker to arrive meanwhile
+        return original(path, bar)
+
+    monkeypatch.setattr(fingerprint, "_sha256_file", slow)
+
+    def ask(first):
+        if not first:
+            hashing.wait(5)  # arrives while the first one hashes
+        return fingerprint.files_sha256(files)
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(ask, (True, False, False)))
+    expected = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+    assert results == [expected] * 3
+    assert sorted(read) == sorted(f.name for f in files)
+    assert not list((tmp_path / "cache").rglob("*.lock"))
+
+
 def test_a_long_first_hashing_shows_progress_and_a_cached_one_does_not(tmp_path, monkeypatch, capsys):
     import idc_toolkit.runs.fingerprint as fingerprint
 

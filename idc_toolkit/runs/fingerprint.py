@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 
 def canonical(value: Any) -> Any:
@@ -89,28 +91,62 @@ def files_sha256(paths: list[Path | str], progress: bool = False) -> list[str]:
     resolved = [Path(p).resolve() for p in paths]
     keys = [_cache_key(p) for p in resolved]
     cache_path = _hash_cache_path()
-    try:
-        cache = json.loads(cache_path.read_text())
-    except (OSError, ValueError):
-        cache = {}
+    cache = _read_cache(cache_path)
     missing = {key: path for key, path in zip(keys, resolved) if key not in cache}
-    if not missing:
-        return [cache[key] for key in keys]
+    if missing:
+        with _hashing_lock(cache_path, missing):  # torchrun's ranks: one hashes, the others read its entries
+            cache = _read_cache(cache_path)
+            missing = {key: path for key, path in missing.items() if key not in cache}
+            if missing:
+                cache = {**cache, **_hash_and_store(cache_path, cache, missing, progress)}
+    return [cache[key] for key in keys]
+
+
+def _read_cache(cache_path: Path) -> dict[str, str]:
+    try:
+        return json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@contextmanager
+def _hashing_lock(cache_path: Path, missing: dict[str, Path]) -> Iterator[None]:
+    """Wait while another process of this machine hashes the same file versions (a blocking
+    ``flock`` on a file named by them, removed by its holder once the cache holds their hashes).
+    Without it, every torchrun rank hashed a new dataset itself: the same CPU work once per rank.
+    A cache that cannot be written takes no lock: the processes then hash side by side."""
+    import fcntl
+
+    folder = cache_path.parent / "hashing"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fh = open(folder / (hashlib.sha256("\n".join(sorted(missing)).encode()).hexdigest()[:16] + ".lock"), "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except OSError:  # a file system without flock
+            pass
+        try:
+            yield
+        finally:
+            try:
+                os.unlink(fh.name)  # newcomers find the cache filled; waiters still hold this file
+            except OSError:
+                pass
+
+
+def _hash_and_store(cache_path: Path, cache: dict[str, str], missing: dict[str, Path], progress: bool) -> dict[str, str]:
+    """Hash ``missing`` (a bar where :data:`PROGRESS_BYTES` or more are left), write the cache once."""
     todo = sum(path.stat().st_size for path in missing.values())
     bar = None
     if progress and todo >= PROGRESS_BYTES:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=todo, unit="B", unit_scale=True, desc="hashing the input (once per file version)")
-    fresh = {}
-    for key, path in missing.items():
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-                if bar is not None:
-                    bar.update(len(block))
-        fresh[key] = h.hexdigest()
+    fresh = {key: _sha256_file(path, bar) for key, path in missing.items()}
     if bar is not None:
         bar.close()
     # keys of files since rewritten or removed can never hit again: dropped, so the cache
@@ -119,12 +155,22 @@ def files_sha256(paths: list[Path | str], progress: bool = False) -> list[str]:
     kept = {k: v for k, v in cache.items() if _key_path(k) not in rewritten and os.path.exists(_key_path(k))}
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = cache_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({**kept, **fresh}))
         tmp.replace(cache_path)
     except OSError:  # a read-only home only costs the cache
         pass
-    return [cache[key] if key in cache else fresh[key] for key in keys]
+    return fresh
+
+
+def _sha256_file(path: Path, bar: Any = None) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+            if bar is not None:
+                bar.update(len(block))
+    return h.hexdigest()
 
 
 def path_content(path: Optional[Path | str], progress: bool = False) -> Optional[str]:
