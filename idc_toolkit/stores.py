@@ -120,8 +120,7 @@ class Store:
             return fh.read().decode("utf-8")
 
     def write_text(self, name: str, text: str) -> None:
-        self._parent(name)
-        with self.fs.open_output_stream(self.path(name)) as fh:
+        with self._output(name) as fh:
             fh.write(text.encode("utf-8"))
 
     def remove(self, name: str) -> None:
@@ -134,10 +133,14 @@ class Store:
         elif kind == FileType.File:
             self.fs.delete_file(self.path(name))
 
-    def _parent(self, name: str) -> None:
-        parent = self.path(name).rsplit("/", 1)[0]
-        if parent:
-            self.fs.create_dir(parent, recursive=True)
+    def _output(self, name: str) -> Any:
+        """An output stream to the file ``name``. Its folders are made only where the file system
+        needs them: on S3 or GCS ``create_dir`` would add an empty ``data/`` object beside the data."""
+        try:
+            return self.fs.open_output_stream(self.path(name))
+        except FileNotFoundError:
+            self.fs.create_dir(self.path(name).rsplit("/", 1)[0], recursive=True)
+            return self.fs.open_output_stream(self.path(name))
 
     def upload(self, local: Path, name: str, on_bytes: Callable[[int], Any] = lambda n: None) -> None:
         """Copy the local file or folder ``local`` to ``name``, file by file in chunks
@@ -145,8 +148,7 @@ class Store:
         files = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
         for path in files:
             target = name if path == local else f"{name}/{path.relative_to(local).as_posix()}"
-            self._parent(target)
-            with path.open("rb") as src, self.fs.open_output_stream(self.path(target)) as dst:
+            with path.open("rb") as src, self._output(target) as dst:
                 while chunk := src.read(COPY_CHUNK):
                     dst.write(chunk)
                     on_bytes(len(chunk))
@@ -279,7 +281,7 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
     partial = home / f"copy.{os.getpid()}.{threading.get_ident()}.partial"
     shutil.rmtree(partial, ignore_errors=True)  # this thread's own, from an attempt that failed
     bar = tqdm(total=sum(size for _, size, _ in listing), unit="B", unit_scale=True, disable=not progress,
-               desc=f"copying {store.shown}" + (" (once per version)" if timed else ""))
+               desc=f"copying {store.shown.split('?')[0]}" + (" (once per version)" if timed else ""))
     try:
         for path, _, _ in listing:
             store.download(path, partial / name / path, bar.update)

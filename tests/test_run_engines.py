@@ -73,6 +73,19 @@ def _store_files(uri):
     return found
 
 
+def _store_keys(uri):
+    """Every object key under ``uri``'s prefix, directory markers included, as S3 lists them."""
+    from urllib.parse import parse_qs, urlparse
+
+    import boto3
+
+    parsed = urlparse(uri)
+    endpoint = parse_qs(parsed.query)["endpoint_override"][0]
+    client = boto3.client("s3", endpoint_url=f"http://{endpoint}", region_name="us-east-1")
+    prefix = parsed.path.lstrip("/") + "/"
+    return sorted(o["Key"][len(prefix):] for o in client.list_objects_v2(Bucket=parsed.netloc, Prefix=prefix).get("Contents", []))
+
+
 def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(demo_dataset, one_process, tmp_path,
                                                                                 monkeypatch, s3_store):
     """``--out s3://...`` (moto's S3 on loopback, through pyarrow's S3 client): the published
@@ -88,6 +101,8 @@ def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(de
     result = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False)
     assert result.complete and result.parts_written == result.parts_total > 1
     assert _store_files(uri) == _files(one_process)
+    # no empty "data/" object beside the data, no state: at most the prefix's own marker
+    assert [k for k in _store_keys(uri) if k] == sorted(_files(one_process))
     assert _files(result.out_dir) == _files(one_process)  # the staging folder keeps the finished copy
 
     def never(*args, **kwargs):

@@ -65,9 +65,9 @@ def _build(args, overrides: dict[str, str]) -> int:
                            max_shard_bytes=args.max_shard_size, rows_per_part=args.rows_per_part,
                            verify_images=args.verify_images, progress=not args.no_progress)
     if result.already_built:
-        print(f"{args.out} already holds this build; nothing to do (use --overwrite to rebuild)")
+        print(f"{common.shown_out(args.out, result.out_dir)} already holds this build; nothing to do (use --overwrite to rebuild)")
     else:
-        print(("resumed and finished " if result.resumed else "built ") + str(result.out_dir))
+        print(("resumed and finished " if result.resumed else "built ") + common.shown_out(args.out, result.out_dir))
     print(result.report.summary())
     return 0
 

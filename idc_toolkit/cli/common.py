@@ -40,6 +40,17 @@ STORE_OUT = "; or an s3:// / gs:// / hf:// URI: staged here, published there whe
 STORE_DATASET = "; or such a folder on an object store (s3://, gs://, hf://), read through a local copy"
 
 
+def shown_out(out: object, local: object) -> str:
+    """How a command's last line names its output: the folder, or for an object-store ``--out``
+    the URI (without secrets) and the local copy beside it."""
+    from ..stores import shown_uri, uri_scheme
+
+    text = str(out)
+    if uri_scheme(text) in (None, "file"):
+        return str(local)
+    return f"{shown_uri(text)} (local copy: {local})"
+
+
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
     add_common(p)

@@ -102,19 +102,20 @@ def main(argv: list[str] | None = None) -> int:
                                          args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
                                          args.spacy_model, cheer_score=args.cheer_score,
                                          random_weights=args.random_weights, **run)
-        return report(result)
+        return report(result, args.out)
 
     return common.run("idc-precompute", work)
 
 
-def report(result) -> int:
+def report(result, out: str) -> int:
     """Say what the job did: finished, nothing to do, or which parts other jobs still owe."""
+    where = common.shown_out(out, result.out_dir)
     if result.already_done:
-        print(f"{result.out_dir} already holds this run; nothing to do (use --overwrite to redo it)")
+        print(f"{where} already holds this run; nothing to do (use --overwrite to redo it)")
     elif result.complete:
-        print(f"{result.out_dir}: complete")
+        print(f"{where}: complete")
     else:
-        print(f"{result.out_dir}: this job wrote {result.parts_written} part(s); the folder is incomplete until the other "
+        print(f"{where}: this job wrote {result.parts_written} part(s); the folder is incomplete until the other "
               "--shard jobs finish (the job that completes it writes the card)")
     return 0
 

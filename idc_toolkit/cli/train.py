@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             print(result.estimate.render())
             return 0
         if result.already_done:
-            print(f"{result.out}: complete with these settings; nothing to do (adapter: {result.adapter})")
+            print(f"{common.shown_out(args.out, result.out)}: complete with these settings; nothing to do (adapter: {result.adapter})")
         else:
-            print(f"{result.out}: adapter {result.adapter}" + (f"; per-epoch table {result.out / 'epochs.md'}" if result.epochs else ""))
+            print(f"{common.shown_out(args.out, result.out)}: adapter {result.adapter}" + (f"; per-epoch table {result.out / 'epochs.md'}" if result.epochs else ""))
         return 0
 
     return common.run("idc-train", work)

@@ -62,7 +62,7 @@ def _site(args) -> int:
                         image_size=args.image_size, limit=args.limit, title=args.title, overwrite=args.overwrite,
                         progress=not args.no_progress)
     what = "already holds this site" if result.already_written else "written"
-    print(f"{result.out_dir}: {what}: {result.n_pairs} pairs" + (f", {len(result.systems)} system(s)" if result.systems else "")
+    print(f"{common.shown_out(args.out, result.out_dir)}: {what}: {result.n_pairs} pairs" + (f", {len(result.systems)} system(s)" if result.systems else "")
           + (f" (--limit {args.limit}: the first pairs of each split only; the evaluations' other pairs are not shown)"
              if args.limit else ""))
     print(f"open {result.index.resolve().as_uri()}  (or: python -m http.server -d {result.out_dir})")

@@ -242,10 +242,12 @@ def _publish(run: StagedRun, seen: Optional[Published]) -> None:
     entries = [*names, last]
     sizes = [(run.out / n).stat().st_size if (run.out / n).is_file() else
              sum(p.stat().st_size for p in (run.out / n).rglob("*") if p.is_file()) for n in entries]
-    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.shown}", disable=not run.progress)
+    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.shown.split('?')[0]}", disable=not run.progress)
     for name in entries:
         dest.upload(run.out / name, name, bar.update)
     bar.close()
     dest.remove(marker_name(run))
     dest.remove(parts_root(run))  # the shared parts are in the data now
+    if run.card_record:
+        dest.remove(STATE_DIR)  # a dataset's record is its card: nothing of the run's state stays beside it
 
