@@ -119,9 +119,11 @@ def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_proces
     """``--shard 0/2`` and ``--shard 1/2`` on two machines, each with its own staging folder: the
     parts each job writes are shared at the destination, so the job that finds the set complete
     publishes the local engine's folder; meanwhile, a run with other settings is refused as a
-    local folder's partial run is."""
+    local folder's partial run is. Parts whose sharing was lost are shared again by a rerun of
+    the job that wrote them, which computes nothing again."""
     from idc_toolkit.errors import RunError
     from idc_toolkit.masks import MaskParams
+    from idc_toolkit.stores import Store
 
     uri = s3_store("masks/shards")
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
@@ -130,6 +132,12 @@ def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_proces
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_c"))
     with pytest.raises(RunError, match=r"holds a masks run with other settings \(delta: "):
         add_change_masks(demo_dataset, uri, MaskParams(delta=60.0), rows_per_part=8, device="cpu", progress=False)
+    shared = [k for k in _store_keys(uri) if k.endswith(".parquet")]
+    assert len(shared) == first.parts_written and all(k.startswith(".idc_run/parts-run/") for k in shared)
+    Store.open(uri).remove(".idc_run/parts-run")  # machine A's sharing lost (a network failure, say)
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
+    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(0, 2))
+    assert not again.complete and again.parts_written == 0  # nothing computed, its parts shared again
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_b"))
     second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(1, 2))
     assert second.complete and first.parts_written + second.parts_written == second.parts_total

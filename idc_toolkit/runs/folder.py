@@ -39,7 +39,8 @@ from ..files import output_folder
 from .fingerprint import canonical, digest
 from .locks import FolderLock
 from .ranks import barrier, dist_info, init_distributed
-from .publish import Published, check_destination, drop_shared_parts, fetch, fetch_parts, publish, share_part
+from .publish import (Published, check_destination, drop_shared_parts, fetch, fetch_parts, publish, share_missing_parts,
+                      share_part)
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
 RUN_FILE = "run.json"
@@ -232,6 +233,8 @@ class RunFolder:
                 self.save_state()
             if self.published is not None and main and self.complete and not self._is_published(self.published):
                 publish(self, self.published)  # finished here, but a kill cut its publication short
+            elif self.published is not None and main and not self.complete:
+                share_missing_parts(self, self.state_dir / "parts")
         if self.complete and self.card_record:  # only the lock files (or a kill's leftovers during cleanup)
             shutil.rmtree(self.state_dir, ignore_errors=True)
         return self

@@ -175,6 +175,28 @@ def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
                        "same command shares it again") from None
 
 
+def share_missing_parts(run: StagedRun, parts_root_here: Path) -> None:
+    """Share the parts the staging folder holds and the destination lacks: one whose sharing a
+    failure cut short, or those an ``--overwrite`` elsewhere dropped. A rerun of any job thus
+    brings the destination's set up to what it has done."""
+    from pyarrow.fs import FileSelector, FileType
+
+    dest = run.destination
+    for folder in sorted(p for p in parts_root_here.glob("*") if p.is_dir()):
+        stems = sorted(p.stem for p in folder.glob("*.json"))
+        if not stems:
+            continue
+        base = f"{parts_root(run)}/{run.spec.fingerprint}/{folder.name}"
+        try:
+            there = {info.path.rsplit("/", 1)[-1] for info in
+                     dest.fs.get_file_info(FileSelector(dest.path(base), allow_not_found=True)) if info.type == FileType.File}
+        except OSError as exc:
+            raise RunError(f"--out {dest.shown}: cannot list the parts shared there ({_reason(exc)})") from None
+        for stem in stems:
+            if f"{stem}.json" not in there:
+                share_part(run, folder, folder.name, stem)
+
+
 def fetch_parts(run: StagedRun, parts_dir: Path, split: str) -> None:
     """Copy into ``parts_dir`` the parts of ``split`` that other machines shared and this one lacks."""
     from pyarrow.fs import FileSelector, FileType
