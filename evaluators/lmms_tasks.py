@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from idc_toolkit.errors import IDCError
-from idc_toolkit.files import output_folder
+from idc_toolkit.stores import output_folder
 
 #: task name -> builder (the dataset's Hub id is ``idc_toolkit/<builder>`` once pushed)
 TASKS = {"idc_spot_the_diff": "spot_the_diff", "idc_clevr_change": "clevr_change", "idc_clevr_dc": "clevr_dc",

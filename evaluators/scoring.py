@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
-from idc_toolkit.files import output_folder
-from idc_toolkit.stores import input_folder, shown_uri
+from idc_toolkit.stores import input_folder, output_folder, shown_uri
 
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 

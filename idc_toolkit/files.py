@@ -1,7 +1,7 @@
 """The files and folders users hand the toolkit: text files (annotations, predictions,
 references, category maps) read with one-line errors that name the file and what is wrong
-with it, file names made from ids that stay inside their folder, and the local folder an
-``--out`` names (for an object store, the one its run is staged in)."""
+with it, and file names made from ids that stay inside their folder. (The local folder an
+``--out`` names is :func:`idc_toolkit.stores.output_folder`'s.)"""
 
 from __future__ import annotations
 
@@ -59,32 +59,3 @@ def inside(folder: Path | str, name: str) -> Path:
     if target != root and root not in target.parents:
         raise ValueError(f"{name!r} would be written outside {folder}")
     return target
-
-
-def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
-    """The local folder an ``--out`` names: a path; a ``file://`` URI (resolved through
-    ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs); or, for any other URI
-    (``s3://``, ``gs://``, ``hf://``, ...), the local folder its run is staged in before the run
-    engine publishes it there (:mod:`idc_toolkit.stores`). A URI that went through
-    ``Path`` (``s3:/b/x``, one slash left) is recognised too, so it can never become a folder
-    named ``s3:`` in the working directory."""
-    from .stores import Store, normalised_uri, shown_uri, staging_folder, uri_scheme
-
-    scheme = uri_scheme(str(out))
-    if scheme is None:
-        return Path(out)
-    uri = normalised_uri(str(out))
-    if scheme != "file":
-        try:
-            Store.open(uri)
-        except (ValueError, OSError) as exc:
-            raise error(f"--out {shown_uri(uri)}: cannot be opened ({exc})") from None
-        return staging_folder(uri)
-    import pyarrow as pa
-    from pyarrow.fs import FileSystem
-
-    try:
-        _, path = FileSystem.from_uri(uri)
-    except pa.ArrowInvalid as exc:
-        raise error(f"--out {uri}: not a valid file:// URI ({exc}); percent-encode spaces, or pass a plain path") from None
-    return Path(path)

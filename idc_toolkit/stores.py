@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 from .cache import cache_dir
+from .files import inside
 
 # a scheme, then ``:/`` and an optional second slash: ``Path("s3://b/x")`` leaves ``s3:/b/x``
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(/?)")
@@ -164,7 +165,8 @@ class Store:
         else:
             found = self.fs.get_file_info(FileSelector(self.path(name), recursive=True, allow_not_found=True))
             base = self.path(name).rstrip("/") + "/"
-            files = [(f.path, local / f.path[len(base):]) for f in found if f.type == FileType.File]
+            # a key is data: one such as "data/../../x" must not land outside ``local``
+            files = [(f.path, inside(local, f.path[len(base):])) for f in found if f.type == FileType.File]
         for source, target in files:
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")  # ranks fetch at once
@@ -189,6 +191,33 @@ def staging_folder(uri: str) -> Path:
     return root / key
 
 
+def output_folder(out: Path | str, error: Callable[[str], Exception]) -> Path:
+    """The local folder an ``--out`` names: a path; a ``file://`` URI (resolved through
+    ``pyarrow.fs``, as Ray Data and ``datasets`` resolve theirs); or, for any other URI
+    (``s3://``, ``gs://``, ``hf://``, ...), the local folder its run is staged in before the run
+    engine publishes it there (:mod:`idc_toolkit.runs.publish`). A URI that went through
+    ``Path`` (``s3:/b/x``, one slash left) is recognised too, so it can never become a folder
+    named ``s3:`` in the working directory."""
+    scheme = uri_scheme(str(out))
+    if scheme is None:
+        return Path(out)
+    uri = normalised_uri(str(out))
+    if scheme != "file":
+        try:
+            Store.open(uri)
+        except (ValueError, OSError) as exc:
+            raise error(f"--out {shown_uri(uri)}: cannot be opened ({exc})") from None
+        return staging_folder(uri)
+    import pyarrow as pa
+    from pyarrow.fs import FileSystem
+
+    try:
+        _, path = FileSystem.from_uri(uri)
+    except pa.ArrowInvalid as exc:
+        raise error(f"--out {uri}: not a valid file:// URI ({exc}); percent-encode spaces, or pass a plain path") from None
+    return Path(path)
+
+
 def store_of(folder: Path) -> Optional[Store]:
     """The destination whose run ``folder`` stages, ``None`` for an ordinary local folder."""
     folder = Path(folder)
@@ -201,14 +230,19 @@ def store_of(folder: Path) -> Optional[Store]:
 
 def _listing(store: Store) -> list[tuple[str, int, int]]:
     """``(path under the folder, size, mtime in ns)`` of every file of the folder but hidden ones
-    (a published run's ``.idc_run/``)."""
+    (a published run's ``.idc_run/``); ``ValueError`` for a key that is not a plain path
+    (``data/../../x``): refused, never copied elsewhere and never skipped unsaid."""
     from pyarrow.fs import FileSelector, FileType
 
     base = store.root + "/"
     found = []
     for info in store.fs.get_file_info(FileSelector(store.root, recursive=True, allow_not_found=True)):
         name = info.path[len(base):] if info.path.startswith(base) else info.path.lstrip("/")
-        if info.type == FileType.File and not any(part.startswith(".") for part in name.split("/")):
+        if info.type != FileType.File:
+            continue
+        if any(part in ("", ".", "..") for part in name.split("/")):
+            raise ValueError(f"its object {name!r} is not a plain path")
+        if not any(part.startswith(".") for part in name.split("/")):
             found.append((name, int(info.size or 0), int(info.mtime_ns or 0)))
     return sorted(found)
 
@@ -284,7 +318,7 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
                desc=f"copying {store.shown.split('?')[0]}" + (" (once per version)" if timed else ""))
     try:
         for path, _, _ in listing:
-            store.download(path, partial / name / path, bar.update)
+            store.download(path, inside(partial / name, path), bar.update)  # a key never lands outside the copy
         if not timed:  # what the store cannot tell, the content does
             version = _digest([(path, size, _sha256(partial / name / path)) for path, size, _ in listing])
         (partial / name / ".idc_copy.json").write_text(json.dumps({"uri": store.shown, "files": listing}, indent=1) + "\n")
@@ -293,7 +327,7 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
         except OSError:  # another process copied the same version first: its copy serves
             if not (home / version / name).is_dir():
                 raise
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a key that would land outside the copy
         raise failed("copying it failed", exc) from None
     finally:
         bar.close()

@@ -185,6 +185,29 @@ def test_a_dataset_on_s3_is_read_through_a_local_copy_of_its_version(demo_datase
     assert sorted(copied) == sorted(p.relative_to(demo_dataset).as_posix() for p in demo_dataset.rglob("*") if p.is_file())
 
 
+def test_store_keys_that_are_not_plain_paths_are_refused_never_followed(tmp_path, monkeypatch, s3_store):
+    """An object named ``data/../../../escaped.txt`` in a dataset on S3 (S3 keys are any text):
+    the copy is refused in one line naming it; nothing lands outside the cache, nothing is
+    skipped unsaid."""
+    from urllib.parse import parse_qs, urlparse
+
+    import boto3
+
+    from idc_toolkit.errors import RunError
+    from idc_toolkit.stores import input_folder
+
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache" / "inner"))
+    uri = s3_store("evil/ds")
+    parsed = urlparse(uri)
+    client = boto3.client("s3", endpoint_url=f"http://{parse_qs(parsed.query)['endpoint_override'][0]}", region_name="us-east-1")
+    for key in ("README.md", "data/../../../escaped.txt"):
+        client.put_object(Bucket=parsed.netloc, Key=f"evil/ds/{key}", Body=b"x")
+    with pytest.raises(RunError, match=r"^--dataset .*: cannot be read \(its object 'data/\.\./\.\./\.\./escaped.txt' "
+                                       r"is not a plain path\)$"):
+        input_folder(uri, RunError)
+    assert not list(tmp_path.rglob("escaped.txt"))
+
+
 def test_ray_actors_publish_to_s3_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, monkeypatch,
                                                                s3_store, local_ray):
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))

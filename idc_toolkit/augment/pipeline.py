@@ -32,8 +32,7 @@ from datasets import ClassLabel, Value
 
 from .. import __version__
 from ..errors import IDCError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, run_job
 from ..runs.rows import decode_image
 from ..schema import CATEGORY, pair_features

@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..errors import BadImageError, BuildError
-from ..files import output_folder
+from ..stores import output_folder
 from ..runs import RunFolder, assemble, listing_fingerprint, run_job
 from ..runs.engine import PartOutput
 from ..runs.parquet import DEFAULT_MAX_SHARD_BYTES

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
 from ..runs.ranks import barrier

@@ -15,8 +15,7 @@ from typing import Any, Mapping, Optional
 
 from .. import __version__
 from ..errors import RunError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from ..schema import add_columns, validate_features
 from .engine import PartOutput, run_job
 from .folder import RunFolder

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
-from ..stores import store_of
-from ..files import output_folder
+from ..stores import output_folder, store_of
 from .fingerprint import canonical, digest
 from .locks import FolderLock
 from .ranks import barrier, dist_info, init_distributed

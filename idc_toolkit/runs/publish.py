@@ -103,7 +103,7 @@ def _json(dest: Store, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-def _reason(exc: OSError) -> str:
+def _reason(exc: Exception) -> str:
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
     return lines[0][:300]
 
@@ -223,7 +223,7 @@ def fetch(run: StagedRun) -> None:
     """Copy the finished run the destination holds into the (emptied) staging folder."""
     try:
         _fetch(run)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a key that would land outside the staging folder
         raise RunError(f"--out {run.destination.shown}: cannot copy the finished run it holds ({_reason(exc)})") from None
 
 

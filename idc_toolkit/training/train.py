@@ -32,8 +32,7 @@ from typing import Any, Optional
 
 from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import IDCError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from .sources import read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)

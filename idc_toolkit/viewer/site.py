@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
-from ..files import output_folder
-from ..stores import input_folder
+from ..stores import input_folder, output_folder
 from .sources import Evaluation, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
