@@ -7,9 +7,11 @@ the first content hash of each file version (read from the page cache, and after
 dropped it where we may), and the cached rerun (``file_sha256``'s cache, keyed by inode and
 change time). Then, on many small shards, that cache looked up once per file (each lookup
 reads and rewrites the whole cache file, as it was) against once for all of them
-(``files_sha256``, as it is).
+(``files_sha256``, as it is). Last, torchrun's shape: several processes opening the same new
+files at once, each hashing them (as it was) against one hashing while the others wait for its
+cache entries (as it is): wall time and the CPU time of all processes together.
 
-    python benchmarks/input_fingerprint.py [--gb 2] [--shards 4] [--small-shards 2000]
+    python benchmarks/input_fingerprint.py [--gb 2] [--shards 4] [--small-shards 2000] [--ranks 2 4]
 """
 
 from __future__ import annotations
@@ -17,10 +19,23 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+#: one "rank": fingerprint the files; ``each`` takes away the lock, as every rank hashed before
+RANK = """
+import contextlib, sys
+from pathlib import Path
+import idc_toolkit.runs.fingerprint as fingerprint
+if sys.argv[1] == "each":
+    fingerprint._hashing_lock = lambda *args: contextlib.nullcontext()
+fingerprint.parquet_files_fingerprint([Path(p) for p in sys.argv[2:]])
+"""
 
 
 def footer_fingerprint(files: list[Path]) -> str:
@@ -52,6 +67,7 @@ def main() -> None:
     p.add_argument("--gb", type=float, default=2.0, help="total size of the parquet shards")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--small-shards", type=int, default=2000, help="count of 100 KB shards for the lookup comparison")
+    p.add_argument("--ranks", type=int, nargs="*", default=[2, 4], help="processes opening the same new files at once")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idc-fp-bench-"))
     os.environ["IDC_CACHE"] = str(work / "cache")  # a cache of our own: the first hash is really the first
@@ -87,6 +103,8 @@ def main() -> None:
     else:
         print("  (the page cache cannot be dropped here: no cold figure)")
     many_shards(work, args.small_shards)
+    for ranks in args.ranks:
+        ranks_at_once(work, files, ranks)
     shutil.rmtree(work)  # the folder this script made: its shards and its hash cache, nothing else
 
 
@@ -112,6 +130,25 @@ def many_shards(work: Path, n: int) -> None:
         t_again = time.perf_counter() - t
         assert first == again
         print(f"  {name:36s} first {t_first:7.3f} s, cached {t_again:7.3f} s")
+
+
+def ranks_at_once(work: Path, files: list[Path], ranks: int) -> None:
+    """``ranks`` processes fingerprint the same new versions of ``files`` at once, each way on a
+    fresh cache; the CPU time counts every process (start-up and imports included, equal in both)."""
+    print(f"{ranks} processes at once on the {len(files)} shards (a new version of each)")
+    for name, mode in (("every process hashes (before)", "each"), ("one hashes, the others wait", "one")):
+        for f in files:  # a new version: new inode and change time, nothing cached
+            f.write_bytes(f.read_bytes())
+        env = {**os.environ, "IDC_CACHE": str(work / f"cache-{ranks}-{mode}")}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", RANK, mode, *map(str, files)], env=env) for _ in range(ranks)]
+        if any(proc.wait() for proc in procs):
+            raise SystemExit("a process failed")
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        print(f"  {name:36s} wall {wall:6.2f} s, CPU {cpu:6.2f} s")
 
 
 if __name__ == "__main__":
