@@ -3,6 +3,7 @@ Ray instance with 2 CPUs) write byte-identical folders to one process; kill -9 t
 finishes the same folder."""
 
 import hashlib
+import os
 import random
 import subprocess
 import sys
@@ -113,6 +114,20 @@ def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(de
     shutil.rmtree(tmp_path / "cache")  # another machine, or a cleared cache
     again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False)
     assert again.already_done and _files(again.out_dir) == _files(one_process)
+
+
+def test_two_torchrun_ranks_publish_to_s3_what_one_process_writes(demo_dataset, one_process, tmp_path, s3_store):
+    """Ranks share one staging folder and each shares its own parts at the destination; rank 0
+    publishes the local engine's folder, and nothing of the run's state is left there."""
+    uri = s3_store("masks/ranks")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+           "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", uri, "--device", "cpu",
+           "--rows-per-part", "8", "--no-progress"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "IDC_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [k for k in _store_keys(uri) if k] == sorted(_files(one_process))
+    assert _store_files(uri) == _files(one_process)
 
 
 def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_process, tmp_path, monkeypatch, s3_store):
