@@ -6,7 +6,7 @@ with it, and file names made from ids that stay inside their folder. (The local 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "file") -> str:
@@ -37,6 +37,20 @@ def read_json(path: Path | str, error: Callable[[str], Exception], what: str = "
         return json.loads(read_text(path, error, what))
     except json.JSONDecodeError as exc:
         raise error(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def content_sha256(path: Path | str, on_bytes: Optional[Callable[[int], Any]] = None) -> str:
+    """SHA-256 of a file's content, read in 8 MiB blocks; ``on_bytes`` is told each block's size
+    (a progress bar)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while block := fh.read(8 << 20):
+            digest.update(block)
+            if on_bytes is not None:
+                on_bytes(len(block))
+    return digest.hexdigest()
 
 
 def file_name_for(key: str, suffix: str = "") -> str:

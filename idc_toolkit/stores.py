@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 from .cache import cache_dir
-from .files import inside
+from .files import content_sha256, inside
 
 # a scheme, then ``:/`` and an optional second slash: ``Path("s3://b/x")`` leaves ``s3:/b/x``
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(/?)")
@@ -53,6 +53,12 @@ def normalised_uri(text: str) -> str:
 
 
 _SECRET = re.compile(r"(?i)([?&][^=&]*(?:secret|token|password|credential)[^=&]*=)[^&]*")
+
+
+def first_line(exc: Exception) -> str:
+    """What a store's exception says, as one line of a one-line error (its type when it says nothing)."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return lines[0][:300]
 
 
 def shown_uri(uri: str) -> str:
@@ -267,7 +273,7 @@ def input_folder(dataset: str, error: Callable[[str], Exception], progress: bool
         return FileSystem.from_uri(uri)[1]
 
     def failed(what: str, exc: Exception) -> Exception:
-        return error(f"--dataset {shown_uri(uri)}: {what} ({str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__})")
+        return error(f"--dataset {shown_uri(uri)}: {what} ({first_line(exc)})")
 
     try:
         store = Store.open(uri)
@@ -320,7 +326,7 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
         for path, _, _ in listing:
             store.download(path, inside(partial / name, path), bar.update)  # a key never lands outside the copy
         if not timed:  # what the store cannot tell, the content does
-            version = _digest([(path, size, _sha256(partial / name / path)) for path, size, _ in listing])
+            version = _digest([(path, size, content_sha256(partial / name / path)) for path, size, _ in listing])
         (partial / name / ".idc_copy.json").write_text(json.dumps({"uri": store.shown, "files": listing}, indent=1) + "\n")
         try:
             partial.rename(home / version)
@@ -331,16 +337,8 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
         raise failed("copying it failed", exc) from None
     finally:
         bar.close()
-        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)  # this thread's partial copy (gone when renamed into place)
     return str(home / version / name)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(COPY_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _digest(value: Any) -> str:

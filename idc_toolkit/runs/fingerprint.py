@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
+from ..files import content_sha256
+
 
 def canonical(value: Any) -> Any:
     """``value`` as plain JSON types (paths as strings, tuples as lists, sorted dict keys)."""
@@ -164,13 +166,7 @@ def _hash_and_store(cache_path: Path, cache: dict[str, str], missing: dict[str, 
 
 
 def _sha256_file(path: Path, bar: Any = None) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-            if bar is not None:
-                bar.update(len(block))
-    return h.hexdigest()
+    return content_sha256(path, None if bar is None else bar.update)
 
 
 def path_content(path: Optional[Path | str], progress: bool = False) -> Optional[str]:

@@ -206,7 +206,7 @@ class RunFolder:
         check_out_dir(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         with self.setup_lock():
-            if self.published is not None and main and self.published.holds(self.spec):
+            if self.published is not None and self.published.holds(self.spec):  # set by the main process only
                 self._take_published()
             try:
                 record = self._existing_record()
@@ -230,9 +230,9 @@ class RunFolder:
                                         "created": time.time(), "complete": False}
                 (self.state_dir / "parts").mkdir(parents=True, exist_ok=True)
                 self.save_state()
-            if self.published is not None and main and self.complete and not self._is_published(self.published):
+            if self.published is not None and self.complete and not self._is_published(self.published):
                 publish(self, self.published)  # finished here, but a kill cut its publication short
-            elif self.published is not None and main and not self.complete:
+            elif self.published is not None and not self.complete:
                 share_missing_parts(self, self.state_dir / "parts")
         if self.complete and self.card_record:  # only the lock files (or a kill's leftovers during cleanup)
             shutil.rmtree(self.state_dir, ignore_errors=True)

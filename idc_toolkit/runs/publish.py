@@ -38,7 +38,7 @@ from typing import Any, Iterable, Optional, Protocol
 from tqdm.auto import tqdm
 
 from ..errors import RunError
-from ..stores import Store
+from ..stores import Store, first_line
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
 
@@ -103,18 +103,13 @@ def _json(dest: Store, name: str, overwrite: bool) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-def _reason(exc: Exception) -> str:
-    lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    return lines[0][:300]
-
-
 def check_destination(run: StagedRun, overwrite: bool) -> Published:
     """Hold the destination to :func:`~.rules.judge_output`; what it holds of ours. One line
     naming the URI when it cannot be reached (no credentials, no network)."""
     try:
         return _check(run, overwrite)
     except OSError as exc:
-        raise RunError(f"--out {run.destination.shown}: cannot be read ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot be read ({first_line(exc)})") from None
 
 
 def _check(run: StagedRun, overwrite: bool) -> Published:
@@ -155,7 +150,7 @@ def drop_shared_parts(run: StagedRun) -> None:
     try:
         run.destination.remove(parts_root(run))
     except OSError as exc:
-        raise RunError(f"--out {run.destination.shown}: cannot remove the parts shared there ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot remove the parts shared there ({first_line(exc)})") from None
 
 
 def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
@@ -171,7 +166,7 @@ def share_part(run: StagedRun, parts_dir: Path, split: str, stem: str) -> None:
             dest.upload(parts_dir / f"{stem}.parquet", f"{base}/{split}/{stem}.parquet")
         dest.upload(parts_dir / f"{stem}.json", f"{base}/{split}/{stem}.json")
     except OSError as exc:
-        raise RunError(f"--out {dest.shown}: sharing a part failed ({_reason(exc)}); it is kept in {run.out}, and the "
+        raise RunError(f"--out {dest.shown}: sharing a part failed ({first_line(exc)}); it is kept in {run.out}, and the "
                        "same command shares it again") from None
 
 
@@ -191,7 +186,7 @@ def share_missing_parts(run: StagedRun, parts_root_here: Path) -> None:
             there = {info.path.rsplit("/", 1)[-1] for info in
                      dest.fs.get_file_info(FileSelector(dest.path(base), allow_not_found=True)) if info.type == FileType.File}
         except OSError as exc:
-            raise RunError(f"--out {dest.shown}: cannot list the parts shared there ({_reason(exc)})") from None
+            raise RunError(f"--out {dest.shown}: cannot list the parts shared there ({first_line(exc)})") from None
         for stem in stems:
             if f"{stem}.json" not in there:
                 share_part(run, folder, folder.name, stem)
@@ -224,7 +219,7 @@ def fetch(run: StagedRun) -> None:
     try:
         _fetch(run)
     except (OSError, ValueError) as exc:  # ValueError: a key that would land outside the staging folder
-        raise RunError(f"--out {run.destination.shown}: cannot copy the finished run it holds ({_reason(exc)})") from None
+        raise RunError(f"--out {run.destination.shown}: cannot copy the finished run it holds ({first_line(exc)})") from None
 
 
 def _fetch(run: StagedRun) -> None:
@@ -243,7 +238,7 @@ def publish(run: StagedRun, seen: Optional[Published]) -> None:
     try:
         _publish(run, seen)
     except OSError as exc:
-        raise RunError(f"publishing to {run.destination.shown} failed ({_reason(exc)}); the run is finished in "
+        raise RunError(f"publishing to {run.destination.shown} failed ({first_line(exc)}); the run is finished in "
                        f"{run.out}: run the same command again to publish it") from None
 
 
