@@ -34,6 +34,7 @@ MASK_PARAM_HELP = {
     "clean_grow": "hysteresis steps on a clean pair, by plain difference alone (0: none)",
     "clean_subpixel": "a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...",
     "clean_noise": "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)",
+    "clean_min_samples": "DBSCAN core-point neighbours on a clean pair", "clean_min_region": "... and its smallest cluster",
     "white_ratio": "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones",
     "white_seed_k": "on a still pair with white noise the plain difference seeds above this x its median ...",
     "white_grow_k": "... and the growth follows it above this x its median",
@@ -59,7 +60,7 @@ def make_parser():
     m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
                    help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
     m.add_argument("--no-fill-holes", dest="fill_holes", action="store_false",
-                   help="do not fill a region's holes (per-pixel change masks; default: filled, whole objects)")
+                   help="per-pixel change masks: each cluster's changed pixels, neither closed nor hole-filled (default: whole objects)")
     m.add_argument("--keep-unmatched", action="store_true",
                    help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 

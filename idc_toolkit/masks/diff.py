@@ -34,7 +34,7 @@ which is the cluster scikit-learn's expansion order reaches first. Labels equal
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -47,9 +47,11 @@ from .align import Alignment, align, overlap
 #: the pipeline's revision: bumped whenever the same :class:`MaskParams` give other masks (2:
 #: the plain difference in RGB, the clean-pair growth; 3: seeds by plain difference on clean
 #: pairs; 4: seeds and growth by plain difference on still pairs with white noise; 5: seeds by
-#: the directed envelope on pairs with a sub-pixel remainder). A masks run records it, so a
-#: folder begun by another revision is refused on resume instead of mixing two revisions' masks.
-PIPELINE_REVISION = 5
+#: the directed envelope on pairs with a sub-pixel remainder; 6: clean pairs cluster with
+#: ``clean_min_samples`` / ``clean_min_region``, and per-pixel masks (``fill_holes=False``) are
+#: not closed). A masks run records it, so a folder begun by another revision is refused on
+#: resume instead of mixing two revisions' masks.
+PIPELINE_REVISION = 6
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class MaskParams:
     #: paper (DAVIR §3.1) drops such clusters as background noise, the default
     keep_unmatched: bool = False
     min_region: int = 12  #: clusters with fewer pixels are dropped as noise
+    #: on a *clean* pair (see ``clean_grow``) there is no noise for DBSCAN and ``min_region`` to
+    #: remove, and they removed real changes: a thin recoloured texture whose truth breaks into
+    #: groups of 6-16 pixels lost whole legs. There DBSCAN asks ``clean_min_samples`` and a
+    #: cluster ``clean_min_region`` pixels (per pixel: clean < 1% changes 0.959 -> 0.978 mean
+    #: IoU, 1-4% 0.976 -> 0.978; the distractor-only area unchanged, 0.02% / 1.89%; 1 and 2
+    #: gave 0.982, kept at 3 and 4 so that a clean pair's lone speck stays out)
+    clean_min_samples: int = 3
+    clean_min_region: int = 4
     #: hysteresis steps from the changed pixels into 4-neighbours that changed plainly and lie
     #: above grow_ratio x the threshold in envelope distance (0.75 -> 0.78 mean IoU, measured,
     #: at 0.2); with the clean-pair growth below, 0.6 keeps the mean IoU (0.878) and brings the
@@ -110,12 +120,15 @@ class MaskParams:
     #: maximum unchanged; as the only distance, 0.856 but a distractor-only pair at 2.76%;
     #: at 1.5x 0.851, at 2x 0.845). 0 turns it off
     subpixel_seed_k: float = 1.25
-    #: fill each region's holes: an object whose outline changed but whose inside did not (a
-    #: uniform object moved by less than its size, a material change that shows at the
-    #: outline) is one region, the object, as Segment Anything would give it (on the demo's
-    #: material changes: IoU with the object 0.78 filled, 0.45 not, tested). It also fills what
-    #: lies unchanged inside a changed outline, the counters of letters: on the per-pixel truth
-    #: of benchmarks/mask_quality.py filling costs 0.03 mean IoU (0.878 -> 0.848; text 0.86 -> 0.76)
+    #: regions as whole objects: each cluster closed (3x3) and its holes filled. An object whose
+    #: outline changed but whose inside did not (a uniform object moved by less than its size, a
+    #: material change that shows at the outline) is one region, the object, as Segment Anything
+    #: would give it (on the demo's material changes: IoU with the object 0.78 filled, 0.45 not,
+    #: tested). ``False`` gives per-pixel masks: the clusters' changed pixels as they are. On the
+    #: per-pixel truth of benchmarks/mask_quality.py closing and filling cost 0.05 mean IoU
+    #: (0.917 -> 0.865; text 0.93 -> 0.80): they add the unchanged pixels between a cluster's
+    #: changed ones, the counters of letters, the grey stripes of a recoloured texture. The
+    #: closing alone cost 0.018 (per pixel 0.894 closed, 0.912 not, revision 5)
     fill_holes: bool = True
 
     def __post_init__(self) -> None:
@@ -136,6 +149,7 @@ PARAM_CHECKS = {
     "clean_subpixel": checks.non_negative_float, "clean_noise": checks.non_negative_float,
     "white_ratio": checks.non_negative_float, "white_seed_k": checks.non_negative_float,
     "white_grow_k": checks.non_negative_float, "subpixel_seed_k": checks.non_negative_float,
+    "clean_min_samples": checks.positive_int, "clean_min_region": checks.non_negative_int,
 }
 
 
@@ -444,16 +458,18 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> tuple[np
     if steps and seeds.any():
         seeds = grow(seeds, allowed, steps)
     changed[dst] = seeds
+    alignment.clean = clean
     return changed, alignment
 
 
 def clusters_from_labels(labels: np.ndarray, params: MaskParams) -> list[Cluster]:
     """Region, box and centre point of every cluster with at least ``min_region`` pixels.
 
-    The region is the cluster's pixels closed with a 3x3 square (a larger closing bridges the
-    gaps of thin objects, legs or railings, and fills them, so it stays 3x3) and, with
-    ``fill_holes``, hole-filled. See :class:`MaskParams` for what filling gains and costs.
-    The work is done on each cluster's bounding box only."""
+    With ``fill_holes`` the region is the whole object: the cluster's pixels closed with a 3x3
+    square (a larger closing bridges the gaps of thin objects, legs or railings, and fills
+    them, so it stays 3x3), then hole-filled; without, the cluster's pixels (per-pixel masks).
+    See :class:`MaskParams` for what each gains and costs. The work is done on each cluster's
+    bounding box only."""
     from scipy.ndimage import binary_closing, binary_fill_holes, find_objects
 
     if labels.max() < 0:
@@ -471,13 +487,13 @@ def clusters_from_labels(labels: np.ndarray, params: MaskParams) -> list[Cluster
         y0, y1 = max(0, ys_.start - r - 1), min(h, ys_.stop + r + 1)
         x0, x1 = max(0, xs_.start - r - 1), min(w, xs_.stop + r + 1)
         pixels = labels[y0:y1, x0:x1] == k
-        padded = np.pad(pixels, r + 1)
-        closed = binary_closing(padded, structure=structure)
         if params.fill_holes:
-            closed = binary_fill_holes(closed)
-        closed = closed[r + 1 : -r - 1, r + 1 : -r - 1] | pixels
+            closed = binary_fill_holes(binary_closing(np.pad(pixels, r + 1), structure=structure))
+            pixels_or_object = closed[r + 1 : -r - 1, r + 1 : -r - 1] | pixels
+        else:
+            pixels_or_object = pixels
         region = np.zeros((h, w), dtype=bool)
-        region[y0:y1, x0:x1] = closed
+        region[y0:y1, x0:x1] = pixels_or_object
         ys, xs = np.nonzero(pixels)
         cy, cx = ys.mean(), xs.mean()
         j = int(np.argmin((ys - cy) ** 2 + (xs - cx) ** 2))
@@ -490,6 +506,8 @@ def diff_clusters(before: Image.Image, after: Image.Image, params: MaskParams) -
     """Clusters of changed pixels; also the alignment removed and the working size (w, h)."""
     b, a = working_pair(before, after, params.resize)
     changed, alignment = changed_pixels(b, a, params)
+    if alignment.clean:  # nothing but the change to remove (MaskParams.clean_min_samples)
+        params = replace(params, min_samples=params.clean_min_samples, min_region=params.clean_min_region)
     labels = grid_dbscan(changed, params.eps, params.min_samples)
     return clusters_from_labels(labels, params), alignment, (a.shape[1], a.shape[0])
 
