@@ -13,9 +13,9 @@ reported on its own row, outside the classes. Changes are made at the photo's ow
 ground truth: every after-image pixel the edit changed by more than 10 levels under the same
 camera and tone change (what a brightness gain clipped to white is in neither image).
 
-Printed, for the toolkit's pipeline (``MaskParams()``, and without hole filling: the truth here
-is per pixel, so the unchanged counters of letters that filling adds count against it) and for
-the naive recipe of DAVIR §3.1
+Printed, for the toolkit's pipeline (``MaskParams()``: whole objects, closed and hole-filled;
+and ``--no-fill-holes``: per-pixel masks, the truth's own kind, so the unchanged counters of
+letters that closing and filling add do not count against it) and for the naive recipe of DAVIR §3.1
 as the paper states it (``|after - before| > delta`` on grey levels, scikit-learn DBSCAN over
 the changed pixels, union of the clusters' boxes), on the same pairs: mean IoU per size class,
 shape, change kind, image size and distractor, precision and recall, the masked area of the

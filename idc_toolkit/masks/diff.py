@@ -126,7 +126,7 @@ class MaskParams:
     #: would give it (on the demo's material changes: IoU with the object 0.78 filled, 0.45 not,
     #: tested). ``False`` gives per-pixel masks: the clusters' changed pixels as they are. On the
     #: per-pixel truth of benchmarks/mask_quality.py closing and filling cost 0.05 mean IoU
-    #: (0.917 -> 0.865; text 0.93 -> 0.80): they add the unchanged pixels between a cluster's
+    #: (0.918 -> 0.865; text 0.906 -> 0.775): they add the unchanged pixels between a cluster's
     #: changed ones, the counters of letters, the grey stripes of a recoloured texture. The
     #: closing alone cost 0.018 (per pixel 0.894 closed, 0.912 not, revision 5)
     fill_holes: bool = True
