@@ -4,8 +4,8 @@
     -> envelope distance |after - before| -> threshold max(delta, noise_k * noise)
        (on clean pairs, and on still pairs with white noise, the plain difference seeds too)
     -> hysteresis growth into the partly covered edge pixels (further on clean pairs)
-    -> DBSCAN over changed pixels -> per cluster: region (3x3 closing, holes filled), box,
-    centre point
+    -> DBSCAN over changed pixels (looser on clean pairs) -> per cluster: region (the whole
+    object: 3x3 closing, holes filled; or per pixel, its changed pixels), box, centre point
 
 The regions are the change mask when no Segment Anything checkpoint is given
 (``mask_source = "diff"``); with one, :mod:`idc_toolkit.masks.sam` turns every cluster's box
@@ -155,7 +155,7 @@ PARAM_CHECKS = {
 
 @dataclass
 class Cluster:
-    region: np.ndarray  #: bool, working resolution: the cluster's pixels, closed (3x3) and hole-filled
+    region: np.ndarray  #: bool, working resolution: the cluster's pixels, closed (3x3) and hole-filled with ``fill_holes``
     box: tuple[int, int, int, int]  #: x0, y0, x1, y1 (inclusive), working resolution
     point: tuple[int, int]  #: x, y: the cluster pixel nearest to its centroid
 
