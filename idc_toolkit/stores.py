@@ -99,6 +99,11 @@ class Store:
     def shown(self) -> str:
         return shown_uri(self.uri)
 
+    @property
+    def shown_short(self) -> str:
+        """The URI as progress bars name it: without its query (options, credentials)."""
+        return self.shown.split("?")[0]
+
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if name else self.root
 
@@ -321,7 +326,7 @@ def _copy(store: Store, listing: list[tuple[str, int, int]], home: Path, name: s
     partial = home / f"copy.{os.getpid()}.{threading.get_ident()}.partial"
     shutil.rmtree(partial, ignore_errors=True)  # this thread's own, from an attempt that failed
     bar = tqdm(total=sum(size for _, size, _ in listing), unit="B", unit_scale=True, disable=not progress,
-               desc=f"copying {store.shown.split('?')[0]}" + (" (once per version)" if timed else ""))
+               desc=f"copying {store.shown_short}" + (" (once per version)" if timed else ""))
     try:
         for path, _, _ in listing:
             store.download(path, inside(partial / name, path), bar.update)  # a key never lands outside the copy

@@ -5,6 +5,7 @@ finishes the same folder."""
 import hashlib
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,12 +131,14 @@ def test_two_torchrun_ranks_publish_to_s3_what_one_process_writes(demo_dataset, 
     assert _store_files(uri) == _files(one_process)
 
 
-def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_process, tmp_path, monkeypatch, s3_store):
+def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_process, tmp_path, monkeypatch, s3_store,
+                                                        capsys):
     """``--shard 0/2`` and ``--shard 1/2`` on two machines, each with its own staging folder: the
     parts each job writes are shared at the destination, so the job that finds the set complete
     publishes the local engine's folder; meanwhile, a run with other settings is refused as a
     local folder's partial run is. Parts whose sharing was lost are shared again by a rerun of
-    the job that wrote them, which computes nothing again."""
+    the job that wrote them, which computes nothing again. Sharing again and copying the other
+    job's parts each show a bar counting the parts."""
     from idc_toolkit.errors import RunError
     from idc_toolkit.masks import MaskParams
     from idc_toolkit.stores import Store
@@ -151,11 +154,16 @@ def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_proces
     assert len(shared) == first.parts_written and all(k.startswith(".idc_run/parts-run/") for k in shared)
     Store.open(uri).remove(".idc_run/parts-run")  # machine A's sharing lost (a network failure, say)
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
-    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(0, 2))
+    capsys.readouterr()
+    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, shard=(0, 2))
     assert not again.complete and again.parts_written == 0  # nothing computed, its parts shared again
+    assert re.search(rf"sharing parts with {re.escape(uri.split('?')[0])}: 100%.* {first.parts_written}/{first.parts_written} ",
+                     capsys.readouterr().err)
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_b"))
-    second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(1, 2))
+    second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, shard=(1, 2))
     assert second.complete and first.parts_written + second.parts_written == second.parts_total
+    copied = re.findall(r"copying \w+ parts from s3://\S+: 100%.* (\d+)/\1 ", capsys.readouterr().err)
+    assert sum(int(n) for n in copied) == first.parts_written, copied
     assert _store_files(uri) == _files(one_process)  # nothing of the parts is left there
 
 

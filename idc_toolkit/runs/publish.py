@@ -177,6 +177,7 @@ def share_missing_parts(run: StagedRun, parts_root_here: Path) -> None:
     from pyarrow.fs import FileSelector, FileType
 
     dest = run.destination
+    missing: list[tuple[Path, str]] = []
     for folder in sorted(p for p in parts_root_here.glob("*") if p.is_dir()):
         stems = sorted(p.stem for p in folder.glob("*.json"))
         if not stems:
@@ -187,9 +188,15 @@ def share_missing_parts(run: StagedRun, parts_root_here: Path) -> None:
                      dest.fs.get_file_info(FileSelector(dest.path(base), allow_not_found=True)) if info.type == FileType.File}
         except OSError as exc:
             raise RunError(f"--out {dest.shown}: cannot list the parts shared there ({first_line(exc)})") from None
-        for stem in stems:
-            if f"{stem}.json" not in there:
-                share_part(run, folder, folder.name, stem)
+        missing += [(folder, stem) for stem in stems if f"{stem}.json" not in there]
+    for folder, stem in _bar(run, missing, f"sharing parts with {dest.shown_short}"):
+        share_part(run, folder, folder.name, stem)
+
+
+def _bar(run: StagedRun, items: list, desc: str):
+    """``items`` with a bar counting them (parts are uploaded or copied one by one); none when
+    there is nothing to do or progress is off."""
+    return tqdm(items, desc=desc, unit="part", disable=not run.progress or not items)
 
 
 def fetch_parts(run: StagedRun, parts_dir: Path, split: str) -> None:
@@ -200,10 +207,9 @@ def fetch_parts(run: StagedRun, parts_dir: Path, split: str) -> None:
     base = f"{parts_root(run)}/{run.spec.fingerprint}/{split}"
     try:
         found = dest.fs.get_file_info(FileSelector(dest.path(base), allow_not_found=True))
-        for info in found:
-            name = info.path.rsplit("/", 1)[-1]
-            if info.type != FileType.File or not name.endswith(".json") or (parts_dir / name).exists():
-                continue
+        names = [name for name in (info.path.rsplit("/", 1)[-1] for info in found if info.type == FileType.File)
+                 if name.endswith(".json") and not (parts_dir / name).exists()]
+        for name in _bar(run, sorted(names), f"copying {split} parts from {dest.shown_short}"):
             sidecar = json.loads(dest.read_text(f"{base}/{name}") or "{}")
             if sidecar.get("file") not in (None, name[:-len(".json")] + ".parquet"):  # never a path of its own
                 raise ValueError(f"{base}/{name} names {sidecar.get('file')!r}, not its own parquet file")
@@ -259,7 +265,7 @@ def _publish(run: StagedRun, seen: Optional[Published]) -> None:
     entries = [*names, last]
     sizes = [(run.out / n).stat().st_size if (run.out / n).is_file() else
              sum(p.stat().st_size for p in (run.out / n).rglob("*") if p.is_file()) for n in entries]
-    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.shown.split('?')[0]}", disable=not run.progress)
+    bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc=f"publishing to {dest.shown_short}", disable=not run.progress)
     for name in entries:
         dest.upload(run.out / name, name, bar.update)
     bar.close()
