@@ -15,7 +15,7 @@ camera and tone change (what a brightness gain clipped to white is in neither im
 
 Printed, for the toolkit's pipeline (``MaskParams()``: whole objects, closed and hole-filled;
 and ``--no-fill-holes``: per-pixel masks, the truth's own kind, so the unchanged counters of
-letters that closing and filling add do not count against it) and for the naive recipe of DAVIR §3.1
+letters that filling adds do not count against it) and for the naive recipe of DAVIR §3.1
 as the paper states it (``|after - before| > delta`` on grey levels, scikit-learn DBSCAN over
 the changed pixels, union of the clusters' boxes), on the same pairs: mean IoU per size class,
 shape, change kind, image size and distractor, precision and recall, the masked area of the

@@ -239,16 +239,37 @@ def test_a_thin_recoloured_texture_under_a_brightness_change_is_found(name, shap
     ("coffee.png", 2, 0.97),  # 0.992 (0.765)
     ("motorcycle_left.png", 2, 0.95),  # 0.983 (0.779)
 ])
-def test_per_pixel_masks_are_not_closed(name, seed, floor):
+def test_per_pixel_masks_of_a_clean_pair_are_not_closed(name, seed, floor):
     """The photograph's own texture recoloured (RGB -> GBR) on thin legs, 0.5% of a 224 px
-    image, under a brightness change: grey pixels between the coloured ones do not change, so
-    the per-pixel truth has gaps that a 3x3 closing filled. Per-pixel masks
-    (``fill_holes=False``) are the changed pixels themselves."""
+    image, under a brightness change (a clean pair once the tone is fitted): grey pixels
+    between the coloured ones do not change, so the per-pixel truth has gaps that a 3x3
+    closing filled. There per-pixel masks (``fill_holes=False``) are the changed pixels themselves."""
     photos = dict(photo_pairs.all_photographs())
     pair = photo_pairs.shaped_pair((name, photos[name]), photos[name], "textured_recolour", "legs", 0.005, "none",
                                    (224, 224), np.random.default_rng(seed))
     mask = compute_change_mask(pair.before, pair.after, MaskParams(fill_holes=False)).mask
     assert _iou(pair.truth, mask) >= floor, _iou(pair.truth, mask)
+
+
+def test_per_pixel_masks_of_a_noisy_pair_are_closed(monkeypatch):
+    """A body on thin legs (2% of a 320x480 image) added under JPEG, sensor noise or a
+    sub-pixel camera shift: a one-pixel gap in a cluster there is more often a change the noise
+    hid than an unchanged pixel, so per-pixel masks of pairs that are not clean are closed 3x3
+    (measured 0.856 mean IoU, 0.834 with the clusters' pixels alone, as on a clean pair)."""
+    from idc_toolkit.masks import diff
+
+    photos = dict(photo_pairs.all_photographs())
+    pairs = [photo_pairs.shaped_pair(("astronaut.png", photos["astronaut.png"]), photos["china.jpg"], "add", "legs", 0.02,
+                                     distractor, (320, 480), np.random.default_rng(1)) for distractor in ("jpeg", "noise", "subpixel")]
+
+    def mean_iou():
+        return float(np.mean([_iou(p.truth, compute_change_mask(p.before, p.after, MaskParams(fill_holes=False)).mask)
+                              for p in pairs]))
+
+    closed = mean_iou()
+    as_if_clean = diff.clusters_from_labels
+    monkeypatch.setattr(diff, "clusters_from_labels", lambda labels, params, clean=False: as_if_clean(labels, params, True))
+    assert closed >= 0.84 and closed - mean_iou() >= 0.015, closed
 
 
 def test_a_clean_pair_keeps_a_change_that_breaks_into_small_groups():

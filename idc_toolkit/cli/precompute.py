@@ -60,7 +60,7 @@ def make_parser():
     m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
                    help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
     m.add_argument("--no-fill-holes", dest="fill_holes", action="store_false",
-                   help="per-pixel change masks: each cluster's changed pixels, neither closed nor hole-filled (default: whole objects)")
+                   help="per-pixel change masks: not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)")
     m.add_argument("--keep-unmatched", action="store_true",
                    help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
 

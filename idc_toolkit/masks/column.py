@@ -108,7 +108,7 @@ def add_change_masks(
             "seeds above `subpixel_seed_k` x its own threshold); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid; on a clean pair `clean_min_samples`); clusters under `min_region` pixels "
             "dropped (`clean_min_region` on a clean pair); with `fill_holes` each region closed 3x3 and hole-filled, "
-            "without it the clusters' changed pixels (`pipeline_revision` names this pipeline's version).",
+            "without it not filled, and closed only where the pair is not clean (`pipeline_revision` names this pipeline's version).",
             "",
             "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
             "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*`, `white_*` and `subpixel_seed_k` values and `fill_holes` are "
