@@ -160,7 +160,7 @@ PARAM_CHECKS = {
 
 @dataclass
 class Cluster:
-    region: np.ndarray  #: bool, working resolution: the cluster's pixels, closed (3x3) and hole-filled with ``fill_holes``
+    region: np.ndarray  #: bool, working resolution: the cluster's pixels, closed 3x3 (not per pixel on a clean pair) and, with ``fill_holes``, hole-filled
     box: tuple[int, int, int, int]  #: x0, y0, x1, y1 (inclusive), working resolution
     point: tuple[int, int]  #: x, y: the cluster pixel nearest to its centroid
 
