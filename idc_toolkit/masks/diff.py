@@ -49,8 +49,8 @@ from .align import Alignment, align, overlap
 #: the plain difference in RGB, the clean-pair growth; 3: seeds by plain difference on clean
 #: pairs; 4: seeds and growth by plain difference on still pairs with white noise; 5: seeds by
 #: the directed envelope on pairs with a sub-pixel remainder; 6: clean pairs cluster with
-#: ``clean_min_samples`` / ``clean_min_region``, and their per-pixel masks (``fill_holes=False``)
-#: are not closed). A masks run records it, so a folder begun by another revision is refused on
+#: ``clean_min_samples`` / ``clean_min_region``, their per-pixel masks (``fill_holes=False``)
+#: are not closed, and the tone fit knows that its model clips). A masks run records it, so a folder begun by another revision is refused on
 #: resume instead of mixing two revisions' masks.
 PIPELINE_REVISION = 6
 
