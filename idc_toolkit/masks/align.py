@@ -201,21 +201,17 @@ def _fit(x: np.ndarray, y: np.ndarray, keep: np.ndarray, clip_aware: bool = Fals
     bins = bins_all[ok]
     n = np.bincount(bins, minlength=768).astype(np.float64).reshape(3, 256)
     sy = np.bincount(bins, weights=yk[ok], minlength=768).reshape(3, 256)
-    bounds = inside & clipped if clip_aware else None
-    if bounds is not None and bounds.any():
-        high = np.bincount(bins_all[bounds & (yk >= 254)], minlength=768).astype(np.float64).reshape(3, 256)
-        low = np.bincount(bins_all[bounds & (yk <= 1)], minlength=768).astype(np.float64).reshape(3, 256)
-    else:
-        high = low = np.zeros((3, 256))
+    if clip_aware:  # the after pixels clipped high and low, per channel and level: the bounds
+        bounds = inside & clipped
+        high, low = (np.bincount(bins_all[bounds & side], minlength=768).astype(np.float64).reshape(3, 256)
+                     for side in (yk >= 254, yk <= 1))
     luts = np.empty((3, 256))
     for c in range(3):
         if n[c].sum() < 16:
             luts[c] = _LEVELS
             continue
         lut = _lut(*_fit_channel(n[c], sy[c]))
-        if clip_aware:
-            lut = _clip_aware_refit(lut, n[c], sy[c], high[c], low[c])
-        luts[c] = lut
+        luts[c] = _clip_aware_refit(lut, n[c], sy[c], high[c], low[c]) if clip_aware else lut
     return luts
 
 
