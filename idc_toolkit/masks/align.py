@@ -72,7 +72,7 @@ def grey_ranks(rgb: np.ndarray) -> np.ndarray:
     grey = (rgb[..., 0].astype(np.uint16) * 77 + rgb[..., 1].astype(np.uint16) * 150 + rgb[..., 2].astype(np.uint16) * 29) >> 6
     hist = np.bincount(grey.ravel(), minlength=1024).astype(np.float64)
     cdf = (np.cumsum(hist) - hist / 2) / grey.size
-    return cdf[grey].astype(np.float32)
+    return cdf.astype(np.float32)[grey]  # cast before the gather: the same values, half the bytes moved
 
 
 #: a pixel's cost is capped here (rank units): a changed pixel adds at most this much
@@ -116,9 +116,12 @@ def _integer_shift(gb: np.ndarray, ga: np.ndarray, max_shift: int) -> tuple[int,
 def _lucas_kanade(gb: np.ndarray, ga: np.ndarray, shift: tuple[int, int]) -> tuple[float, float]:
     """Sub-pixel remainder (dy, dx) of the shift, two Gauss-Newton steps on unclipped pixels."""
     src, dst = overlap(*ga.shape, *shift)
-    b, a = gb[src].astype(np.float64), ga[dst].astype(np.float64)
-    gy, gx = np.gradient(b)
-    b, a, gy, gx = (v[::2, ::2] for v in (b, a, gy, gx))  # every 4th pixel: as precise, 4x cheaper
+    # every 4th pixel: as precise, 4x cheaper. Each gradient is taken along its axis on the rows
+    # or columns kept (np.gradient's values there, bit for bit, for half the work)
+    b = gb[src]
+    gy = np.gradient(b[:, ::2].astype(np.float64), axis=0)[::2]
+    gx = np.gradient(b[::2].astype(np.float64), axis=1)[:, ::2]
+    b, a = b[::2, ::2].astype(np.float64), ga[dst][::2, ::2].astype(np.float64)
     u = np.zeros(2)
     for _ in range(2):
         # after(y, x) = before(y - dy, x - dx): linearised, a ~ b - dy*gy - dx*gx
