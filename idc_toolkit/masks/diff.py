@@ -50,9 +50,10 @@ from .align import Alignment, align
 #: pairs; 4: seeds and growth by plain difference on still pairs with white noise; 5: seeds by
 #: the directed envelope on pairs with a sub-pixel remainder; 6: clean pairs cluster with
 #: ``clean_min_samples`` / ``clean_min_region``, their per-pixel masks (``fill_holes=False``)
-#: are not closed, and the tone fit knows that its model clips). A masks run records it, so a
+#: are not closed, and the tone fit knows that its model clips; 7: on pairs with a sub-pixel
+#: remainder the growth follows the directed envelope, ``subpixel_grow_k``). A masks run records it, so a
 #: folder begun by another revision is refused on resume instead of mixing two revisions' masks.
-PIPELINE_REVISION = 6
+PIPELINE_REVISION = 7
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,16 @@ class MaskParams:
     #: maximum unchanged; as the only distance, 0.856 but a distractor-only pair at 2.76%;
     #: at 1.5x 0.851, at 2x 0.845). 0 turns it off
     subpixel_seed_k: float = 1.25
+    #: on such a pair the growth also follows the directed envelope distance above
+    #: ``subpixel_grow_k`` x its threshold (still within the envelope's guard, ``grow_ratio``):
+    #: a shift under one pixel moves every textured pixel, so the plain difference's median is
+    #: 2-19 levels there and its growth bar (``noise_k`` x that) 20-190, above most small
+    #: objects' edges (without hole filling: < 1% class 0.892 -> 0.893, sub-pixel pairs 0.853
+    #: -> 0.856, all distractors combined 0.693 -> 0.697, no size class or image size lower;
+    #: the distractor-only maximum 1.72% -> 1.78%. As the growth's only bar, instead of the
+    #: plain difference: < 1% 0.895, but thin legs under a sub-pixel shift lost up to 0.02; at
+    #: 0.8x that, a distractor-only pair at 2.6%). 0 turns it off
+    subpixel_grow_k: float = 1.0
     #: regions as whole objects: each cluster closed (3x3) and its holes filled. An object whose
     #: outline changed but whose inside did not (a uniform object moved by less than its size, a
     #: material change that shows at the outline) is one region, the object, as Segment Anything
@@ -154,6 +165,7 @@ PARAM_CHECKS = {
     "white_ratio": checks.non_negative_float, "white_seed_k": checks.non_negative_float,
     "white_grow_k": checks.non_negative_float, "subpixel_seed_k": checks.non_negative_float,
     "clean_min_samples": checks.positive_int, "clean_min_region": checks.non_negative_int,
+    "subpixel_grow_k": checks.non_negative_float,
 }
 
 
@@ -413,9 +425,11 @@ def grow(seeds: np.ndarray, allowed: np.ndarray, steps: int) -> np.ndarray:
     envelope distance finds a change only where the other image's 3x3 range cannot explain
     it, which misses the partly covered pixels at an object's edge; on an object 2.5 pixels
     wide that is half of it. :func:`changed_pixels` allows pixels whose plain difference
-    passes the plain threshold and, unless the pair is clean (no sub-pixel remainder, no
-    noise: ``MaskParams.clean_*``), whose envelope distance is not near zero (a sub-pixel
-    camera shift's edges are, and a growth by plain difference alone flooded them). Growth
+    passes the plain threshold (on a pair with a sub-pixel remainder: whose directed envelope
+    distance passes ``subpixel_grow_k`` x its threshold) and, unless the pair is clean (no
+    sub-pixel remainder, no noise: ``MaskParams.clean_*``), whose envelope distance is not
+    near zero (a sub-pixel camera shift's edges are, and a growth by plain difference alone
+    flooded them). Growth
     starts only from pixels the envelope found, so a distractor that leaves no seed adds
     nothing."""
     out = seeds.copy()
@@ -461,11 +475,18 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> tuple[np
         level = float(np.median(planes[::2, ::2]))
         seeds |= planes > max(params.delta, params.white_seed_k * level)
         allowed = planes > max(params.delta, params.white_grow_k * level)
+    elif params.subpixel and not still:
+        # a sub-pixel remainder: the directed envelope seeds and leads the growth
+        # (MaskParams.subpixel_seed_k, subpixel_grow_k)
+        directed = directed_envelope_distance(planes_a, planes_b, alignment.subpixel)
+        directed_cut = threshold(params, directed)[0]
+        if params.subpixel_seed_k:
+            seeds |= directed > params.subpixel_seed_k * directed_cut
+        if params.subpixel_grow_k:
+            allowed |= directed > params.subpixel_grow_k * directed_cut
+        allowed &= distance > params.grow_ratio * cut
     else:
         allowed &= distance > params.grow_ratio * cut
-        if params.subpixel and not still and params.subpixel_seed_k:
-            directed = directed_envelope_distance(planes_a, planes_b, alignment.subpixel)
-            seeds |= directed > params.subpixel_seed_k * threshold(params, directed)[0]
     if steps and seeds.any():
         seeds = grow(seeds, allowed, steps)
     changed[dst] = seeds
