@@ -143,7 +143,7 @@ class MaskParams:
     #: clustering); on any other pair closed 3x3, since a one-pixel gap there is more often a
     #: change the noise hid (without the closing noisy pairs fell 0.822 -> 0.816, their 1-4%
     #: class 0.841 -> 0.832). On the per-pixel truth of benchmarks/mask_quality.py whole objects
-    #: cost 0.05 mean IoU (0.923 -> 0.869; text 0.906 -> 0.776)
+    #: cost 0.05 mean IoU (0.924 -> 0.869; text 0.907 -> 0.777)
     fill_holes: bool = True
 
     def __post_init__(self) -> None:
