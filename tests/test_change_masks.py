@@ -28,6 +28,17 @@ def test_grid_dbscan_equals_sklearn(seed):
     assert np.array_equal(grid_dbscan(mask, eps, min_samples)[mask], expected)
 
 
+@pytest.mark.parametrize("min_samples", [1, 2])
+def test_grid_dbscan_equals_sklearn_under_one_pixel(min_samples):
+    """eps under one pixel: a pixel's only neighbour is itself (every pixel its own cluster, or
+    all noise), and the grid has no edges to join."""
+    from sklearn.cluster import DBSCAN
+
+    mask = np.random.default_rng(0).random((20, 30)) < 0.3
+    expected = DBSCAN(eps=0.5, min_samples=min_samples).fit(np.argwhere(mask)).labels_
+    assert np.array_equal(grid_dbscan(mask, 0.5, min_samples)[mask], expected)
+
+
 def _demo_pair(raw, sid):
     return (Image.open(raw / "images" / f"CLEVR_default_{sid}.png"), Image.open(raw / "sc_images" / f"CLEVR_semantic_{sid}.png"),
             np.asarray(Image.open(raw / "masks" / f"{sid}.png")) > 127)

@@ -234,7 +234,8 @@ def grid_dbscan(mask: np.ndarray, eps: float, min_samples: int) -> np.ndarray:
         found = neighbour >= 0
         src.append(np.flatnonzero(found))
         dst.append(neighbour[found])
-    s, d = np.concatenate(src), np.concatenate(dst)
+    empty = np.zeros(0, dtype=np.int64)  # eps under one pixel: no offsets but (0, 0), no edges
+    s, d = (np.concatenate(v) if v else empty for v in (src, dst))
     graph = coo_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n_core, n_core))
     _, comp = connected_components(graph, directed=False)
     # number clusters by their first core pixel in raster order, as scikit-learn does
@@ -425,8 +426,8 @@ def grow(seeds: np.ndarray, allowed: np.ndarray, steps: int) -> np.ndarray:
     envelope distance finds a change only where the other image's 3x3 range cannot explain
     it, which misses the partly covered pixels at an object's edge; on an object 2.5 pixels
     wide that is half of it. :func:`changed_pixels` allows pixels whose plain difference
-    passes the plain threshold (on a pair with a sub-pixel remainder: whose directed envelope
-    distance passes ``subpixel_grow_k`` x its threshold) and, unless the pair is clean (no
+    passes the plain threshold (or, on a pair with a sub-pixel remainder, whose directed
+    envelope distance passes ``subpixel_grow_k`` x its threshold) and, unless the pair is clean (no
     sub-pixel remainder, no noise: ``MaskParams.clean_*``), whose envelope distance is not
     near zero (a sub-pixel camera shift's edges are, and a growth by plain difference alone
     flooded them). Growth
@@ -475,17 +476,16 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> tuple[np
         level = float(np.median(planes[::2, ::2]))
         seeds |= planes > max(params.delta, params.white_seed_k * level)
         allowed = planes > max(params.delta, params.white_grow_k * level)
-    elif params.subpixel and not still:
-        # a sub-pixel remainder: the directed envelope seeds and leads the growth
-        # (MaskParams.subpixel_seed_k, subpixel_grow_k)
-        directed = directed_envelope_distance(planes_a, planes_b, alignment.subpixel)
-        directed_cut = threshold(params, directed)[0]
-        if params.subpixel_seed_k:
-            seeds |= directed > params.subpixel_seed_k * directed_cut
-        if params.subpixel_grow_k:
-            allowed |= directed > params.subpixel_grow_k * directed_cut
-        allowed &= distance > params.grow_ratio * cut
     else:
+        if params.subpixel and not still and (params.subpixel_seed_k or params.subpixel_grow_k):
+            # a sub-pixel remainder: the directed envelope seeds, and the growth also follows it
+            # (MaskParams.subpixel_seed_k, subpixel_grow_k)
+            directed = directed_envelope_distance(planes_a, planes_b, alignment.subpixel)
+            directed_cut = threshold(params, directed)[0]
+            if params.subpixel_seed_k:
+                seeds |= directed > params.subpixel_seed_k * directed_cut
+            if params.subpixel_grow_k:
+                allowed |= directed > params.subpixel_grow_k * directed_cut
         allowed &= distance > params.grow_ratio * cut
     if steps and seeds.any():
         seeds = grow(seeds, allowed, steps)
