@@ -39,7 +39,7 @@ MASK_PARAM_HELP = {
     "white_seed_k": "on a still pair with white noise the plain difference seeds above this x its median ...",
     "white_grow_k": "... and the growth follows it above this x its median",
     "subpixel_seed_k": "on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)",
-    "subpixel_grow_k": "... and the growth follows it above this x its threshold",
+    "subpixel_grow_k": "... and the growth also follows it above this x its threshold (0: off)",
 }
 
 
