@@ -333,6 +333,7 @@ class WidePair(PhotoPair):
     shape: str = "blob"
     size_class: str = ""
     image_size: tuple[int, int] = (224, 224)
+    photo_name: str = ""  #: the photograph's file name (``all_photographs``)
 
 
 def shaped_pair(photo: tuple[str, np.ndarray], donor: np.ndarray, change: str, shape_kind: str, share: float,
@@ -408,7 +409,20 @@ def shaped_pair(photo: tuple[str, np.ndarray], donor: np.ndarray, change: str, s
     share_true = float(truth.mean())
     size_class = next(name for name, lo, hi in SIZE_CLASSES if lo <= share_true < hi)
     return WidePair(before, after, truth, change, distractor, 0, shift, shape=shape_kind, size_class=size_class,
-                    image_size=out_size)
+                    image_size=out_size, photo_name=photo[0])
+
+
+def cell_pair(photos: list[tuple[str, np.ndarray]], cell: int, j: int, change: str, shape: str,
+              share_range: tuple[float, float], out_size: tuple[int, int], seed: int = 0,
+              photos_per_cell: int = 2) -> WidePair:
+    """Pair ``j`` of :func:`wide_pairs`' cell number ``cell`` (``photos``: ``all_photographs()``),
+    drawn from its own seed: the photograph round robin, then a seeded donor, distractor and
+    share of the image; a test can rebuild any one of the benchmark's pairs with it."""
+    rng = np.random.default_rng([seed, cell, j])
+    photo = photos[(cell * photos_per_cell + j) % len(photos)]
+    donor = photos[(cell * photos_per_cell + j + 1 + int(rng.integers(0, len(photos) - 1))) % len(photos)][1]
+    distractor = DISTRACTORS[int(rng.integers(0, len(DISTRACTORS)))]
+    return shaped_pair(photo, donor, change, shape, float(rng.uniform(*share_range)), distractor, out_size, rng)
 
 
 def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> list[WidePair]:
@@ -424,11 +438,7 @@ def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> li
             for shape in SHAPES:
                 for lo, hi in SHARE_RANGES:
                     for j in range(photos_per_cell):
-                        rng = np.random.default_rng([seed, cell, j])
-                        photo = photos[(cell * photos_per_cell + j) % len(photos)]
-                        donor = photos[(cell * photos_per_cell + j + 1 + int(rng.integers(0, len(photos) - 1))) % len(photos)][1]
-                        distractor = DISTRACTORS[int(rng.integers(0, len(DISTRACTORS)))]
-                        pair = shaped_pair(photo, donor, change, shape, float(rng.uniform(lo, hi)), distractor, out_size, rng)
+                        pair = cell_pair(photos, cell, j, change, shape, (lo, hi), out_size, seed, photos_per_cell)
                         if pair.truth.any():
                             pairs.append(pair)
                     cell += 1

@@ -362,18 +362,6 @@ def test_thin_legs_under_a_sub_pixel_shift_keep_their_edges(name, floor):
     assert directed >= floor and directed >= without + 0.015, (directed, without)
 
 
-def _benchmark_pair(cell, j, share_class, change, shape, size):
-    """Pair ``j`` of ``cell`` in ``photo_pairs.wide_pairs``, drawn as it draws it (the
-    benchmark's own pair), with its photograph's name and its distractor."""
-    photos = photo_pairs.all_photographs()
-    rng = np.random.default_rng([0, cell, j])
-    photo = photos[(cell * 2 + j) % len(photos)]
-    donor = photos[(cell * 2 + j + 1 + int(rng.integers(0, len(photos) - 1))) % len(photos)][1]
-    distractor = photo_pairs.DISTRACTORS[int(rng.integers(0, len(photo_pairs.DISTRACTORS)))]
-    share = float(rng.uniform(*photo_pairs.SHARE_RANGES[share_class]))
-    return photo_pairs.shaped_pair(photo, donor, change, shape, share, distractor, size, rng), photo[0], distractor
-
-
 @pytest.mark.parametrize("cell, j, share_class, change, shape, size, photo, floor", [
     (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.52),  # measured 0.542 (0.493 by the plain difference's bar)
     (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.51),  # 0.534 (0.493)
@@ -384,8 +372,9 @@ def test_small_changes_under_all_distractors_grow_along_the_directed_envelope(ce
     noise, JPEG), per pixel: the shift's resampling of the photograph lifts the plain
     difference's median, and with it the growth's plain bar (``noise_k`` x that) above the
     change's edges; the growth also follows the directed envelope (``subpixel_grow_k``)."""
-    pair, name, distractor = _benchmark_pair(cell, j, share_class, change, shape, size)
-    assert (name, distractor, pair.size_class) == (photo, "combined", "< 1%")
+    pair = photo_pairs.cell_pair(photo_pairs.all_photographs(), cell, j, change, shape, photo_pairs.SHARE_RANGES[share_class],
+                                 size)  # the benchmark's own pair
+    assert (pair.photo_name, pair.distractor, pair.size_class) == (photo, "combined", "< 1%")
     grown, plain_only = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, params).mask)
                          for params in (MaskParams(fill_holes=False), MaskParams(fill_holes=False, subpixel_grow_k=0.0)))
     assert grown >= floor and grown >= plain_only + 0.03, (grown, plain_only)
