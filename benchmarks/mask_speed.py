@@ -49,7 +49,7 @@ def main() -> None:
         t = time.perf_counter()
         for before, after in pairs:
             b, a = working_pair(before, after, params.resize)
-            changed, _ = changed_pixels(b, a, params)
+            changed = changed_pixels(b, a, params).mask
             t0 = time.perf_counter()
             labels = cluster_fn(changed)
             clustering += time.perf_counter() - t0

@@ -442,8 +442,15 @@ def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> li
                         if pair.truth.any():
                             pairs.append(pair)
                     cell += 1
-        for p, photo in enumerate(photos):
+        for p in range(len(photos)):
             for distractor in DISTRACTORS[1:]:
-                rng = np.random.default_rng([seed, 10_000 + p, DISTRACTORS.index(distractor), out_size[0], out_size[1]])
-                pairs.append(shaped_pair(photo, photo[1], "none", "blob", 0.01, distractor, out_size, rng))
+                pairs.append(distractor_pair(photos, p, distractor, out_size, seed))
     return pairs
+
+
+def distractor_pair(photos: list[tuple[str, np.ndarray]], p: int, distractor: str, out_size: tuple[int, int],
+                    seed: int = 0) -> WidePair:
+    """:func:`wide_pairs`' pair of photograph ``p`` (``photos``: ``all_photographs()``) under
+    ``distractor`` alone, no change, drawn from its own seed: a test can rebuild any one."""
+    rng = np.random.default_rng([seed, 10_000 + p, DISTRACTORS.index(distractor), out_size[0], out_size[1]])
+    return shaped_pair(photos[p], photos[p][1], "none", "blob", 0.01, distractor, out_size, rng)

@@ -10,7 +10,8 @@ import pytest
 from datasets import load_dataset
 from PIL import Image, ImageChops, ImageEnhance, ImageFilter
 
-from idc_toolkit.masks.diff import MaskParams, compute_change_mask, grid_dbscan
+from idc_toolkit.masks.diff import (MaskParams, compute_change_mask, grid_dbscan, grouped_medians, prune_clusters,
+                                   texture_level)
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.errors import IDCError
 from idc_toolkit.masks.column import add_change_masks
@@ -42,6 +43,54 @@ def test_grid_dbscan_equals_sklearn_under_one_pixel(min_samples):
 def _demo_pair(raw, sid):
     return (Image.open(raw / "images" / f"CLEVR_default_{sid}.png"), Image.open(raw / "sc_images" / f"CLEVR_semantic_{sid}.png"),
             np.asarray(Image.open(raw / "masks" / f"{sid}.png")) > 127)
+
+
+def test_grouped_medians_equal_numpy_median_per_group():
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 9, 4001)
+    groups[groups == 4] = 5  # an empty group
+    values = np.round(rng.gamma(2.0, 5.0, 4001), 1).astype(np.float32)  # ties, as levels have
+    out = grouped_medians(groups, values, 10)
+    for g in range(10):
+        expected = np.median(values[groups == g].astype(np.float64)) if (groups == g).any() else np.nan
+        assert (np.isnan(out[g]) and np.isnan(expected)) or out[g] == expected, (g, out[g], expected)
+
+
+def test_texture_level_is_the_median_of_each_pixels_texture_class():
+    """Each pixel's level is the median plain difference of the sampled pixels (every 4th) in
+    its texture class, the classes cut at the sample's 1/16 .. 15/16 quantiles: checked with
+    np.searchsorted and np.median against the in-place comparisons and the one sort."""
+    rng = np.random.default_rng(1)
+    tex = np.round(rng.gamma(1.5, 12.0, (60, 70))).astype(np.float32)  # many ties, as 3x3 ranges
+    plain = (rng.random((60, 70)) * (1 + tex)).astype(np.float32)  # grows with the texture
+    level = texture_level(plain, tex)
+    ts, ps = tex[::2, ::2].ravel(), plain[::2, ::2].ravel()
+    edges = np.unique(np.sort(ts)[(np.arange(1, 16) * len(ts)) // 16])
+    sample_class, pixel_class = np.searchsorted(edges, ts, side="right"), np.searchsorted(edges, tex, side="right")
+    expected = np.array([np.median(ps[sample_class == c]) if (sample_class == c).any() else np.median(ps)
+                         for c in range(len(edges) + 1)], dtype=np.float32)[pixel_class]
+    assert len(edges) >= 10 and np.array_equal(level, expected)
+    assert level[tex >= np.percentile(tex, 90)].mean() > 3 * level[tex <= np.percentile(tex, 10)].mean()
+
+
+def test_prune_clusters_drops_only_small_clusters_that_stand_no_clearer_than_their_texture():
+    labels = np.full((40, 40), -1, dtype=np.int32)
+    excess = np.zeros((40, 40), dtype=np.float32)
+    labels[2:6, 2:6], excess[2:6, 2:6] = 0, 2.0  # 16 pixels at 2x their texture's level
+    labels[10:14, 2:6], excess[10:14, 2:6] = 1, 5.0  # 16 pixels at 5x
+    labels[20:36, 2:18], excess[20:36, 2:18] = 2, 2.0  # 256 pixels at 2x
+    labels[2:6, 20:24], excess[2:6, 20:24] = 3, 1.0  # 16 pixels: 9 at 1x, 7 at 9x (mean 4.5, median 1)
+    excess[2, 20:24], excess[3, 20:23] = 9.0, 9.0
+
+    def kept(**kw):
+        out = prune_clusters(labels, excess, MaskParams(**kw))
+        assert all((out[labels == k] == k).all() or (out[labels == k] == -1).all() for k in range(4))
+        return [k for k in range(4) if (out[labels == k] == k).all()]
+
+    assert kept(prune_k=3.0, prune_pixels=200) == [1, 2]
+    assert kept(prune_k=6.0, prune_pixels=200) == [2]
+    assert kept(prune_k=3.0, prune_pixels=300) == [1]
+    assert kept(prune_k=0.0, prune_pixels=300) == [0, 1, 2, 3]
 
 
 def test_quality_on_demo_pairs_with_ground_truth(demo_raw):

@@ -284,7 +284,9 @@ def test_per_pixel_masks_of_a_noisy_pair_are_closed(monkeypatch):
     """A body on thin legs (2% of a 320x480 image) added under JPEG, sensor noise or a
     sub-pixel camera shift: a one-pixel gap in a cluster there is more often a change the noise
     hid than an unchanged pixel, so per-pixel masks of pairs that are not clean are closed 3x3
-    (measured 0.856 mean IoU, 0.834 with the clusters' pixels alone, as on a clean pair)."""
+    (measured 0.885 mean IoU, 0.876 with the clusters' pixels alone, as on a clean pair; in
+    revision 7 0.856 and 0.834: the growth against pixels of like texture now fills part of
+    what the closing filled, and the benchmark's 1-4% class still gains 0.004 by the closing)."""
     from idc_toolkit.masks import diff
 
     photos = dict(photo_pairs.all_photographs())
@@ -298,7 +300,7 @@ def test_per_pixel_masks_of_a_noisy_pair_are_closed(monkeypatch):
     closed = mean_iou()
     as_if_clean = diff.clusters_from_labels
     monkeypatch.setattr(diff, "clusters_from_labels", lambda labels, params, clean=False: as_if_clean(labels, params, True))
-    assert closed >= 0.84 and closed - mean_iou() >= 0.015, closed
+    assert closed >= 0.88 and closed - mean_iou() >= 0.005, closed
 
 
 def test_a_clean_pair_keeps_a_change_that_breaks_into_small_groups():
@@ -334,47 +336,105 @@ def test_a_saturated_rim_under_jpeg_or_noise_masks_almost_nothing(distractor):
     """The retina photograph's saturated red rim on black, aligned: JPEG's half-resolution
     chroma rings along it, which an RGB plain difference masked (3.5% of the image); the
     white-noise path compares luma and smoothed chroma."""
-    photos = dict(photo_pairs.all_photographs())
-    rng = np.random.default_rng([0, 10_000 + list(photos).index("retina.jpg"), photo_pairs.DISTRACTORS.index(distractor), 224, 224])
-    pair = photo_pairs.shaped_pair(("retina.jpg", photos["retina.jpg"]), photos["retina.jpg"], "none", "blob", 0.01,
-                                   distractor, (224, 224), rng)  # the benchmark's own pair
+    photos = photo_pairs.all_photographs()
+    pair = photo_pairs.distractor_pair(photos, [name for name, _ in photos].index("retina.jpg"), distractor,
+                                       (224, 224))  # the benchmark's own pair
     area = compute_change_mask(pair.before, pair.after, MaskParams()).mask.mean()
     assert area <= 0.005, area  # measured 0.38% under JPEG (3.47% by RGB plain difference), 0 under noise
 
 
 @pytest.mark.parametrize("name, floor", [
-    # measured with the directed envelope (its seeds and its growth) and without it: 0.866 (0.820);
-    # the seeds alone 0.856 (revision 6)
+    # measured with the directed envelope (its seeds and its growth) and without it, the growth
+    # against pixels of like texture off: 0.866 (0.820); the whole pipeline 0.866 (0.854 without
+    # the directed envelope: that growth now recovers part of the same edges)
     ("chelsea.png", 0.85),
-    ("coffee.png", 0.75),  # 0.766 (0.737); the seeds alone 0.766
-    # 0.756 (0.738); the seeds alone 0.759, 0.789 before the clip-aware tone fit moved its curve by < 1 level
+    ("coffee.png", 0.75),  # 0.766 (0.737); the whole pipeline 0.766 (0.738)
+    # 0.821 (0.738); the whole pipeline 0.823 (0.743)
     ("astronaut.png", 0.75),
 ])
 def test_thin_legs_under_a_sub_pixel_shift_keep_their_edges(name, floor):
     """A body on thin legs pasted into a photograph at 224 px, the camera moved by less than a
     pixel: the directed envelope (the 2x2 block the shift points to) seeds the legs' edges that
-    the 3x3 envelope forgives, and leads their growth (asserted against the masks without it)."""
+    the 3x3 envelope forgives, and leads their growth (asserted against the masks without it,
+    with the growth against pixels of like texture off in both, which overlaps it)."""
     photos = dict(photo_pairs.all_photographs())
     pair = photo_pairs.shaped_pair((name, photos[name]), photos["china.jpg"], "add", "legs", 0.006, "subpixel", (224, 224),
                                    np.random.default_rng(0))
-    directed, without = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, params).mask)
-                         for params in (MaskParams(), MaskParams(subpixel_seed_k=0.0, subpixel_grow_k=0.0)))
-    assert directed >= floor and directed >= without + 0.015, (directed, without)
+    default, directed, without = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, params).mask)
+                                  for params in (MaskParams(), MaskParams(texture_grow_k=0.0),
+                                                 MaskParams(texture_grow_k=0.0, subpixel_seed_k=0.0, subpixel_grow_k=0.0)))
+    assert default >= floor and directed >= floor and directed >= without + 0.015, (default, directed, without)
 
 
 @pytest.mark.parametrize("cell, j, share_class, change, shape, size, photo, floor", [
-    (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.52),  # measured 0.542 (0.493 by the plain difference's bar)
-    (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.51),  # 0.534 (0.493)
+    # measured with both growths 0.562; the directed envelope's alone 0.542, the texture's
+    # alone 0.548; neither (the plain difference's pair-wide bar) 0.493
+    (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.55),
+    (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.62),  # 0.637; 0.534, 0.637; 0.493
 ])
-def test_small_changes_under_all_distractors_grow_along_the_directed_envelope(cell, j, share_class, change, shape, size,
-                                                                            photo, floor):
+def test_small_changes_under_all_distractors_grow_past_the_pair_wide_bar(cell, j, share_class, change, shape, size,
+                                                                        photo, floor):
     """Two of the benchmark's < 1% pairs under all distractors combined (sub-pixel shift, tone,
     noise, JPEG), per pixel: the shift's resampling of the photograph lifts the plain
-    difference's median, and with it the growth's plain bar (``noise_k`` x that) above the
-    change's edges; the growth also follows the directed envelope (``subpixel_grow_k``)."""
+    difference's median, and with it the growth's pair-wide bar (``noise_k`` x that) above the
+    change's edges. The growth also follows the directed envelope (``subpixel_grow_k``) and the
+    plain difference against pixels of like texture (``texture_grow_k``): each alone, and both,
+    recover edges that the pair-wide bar shut out."""
     pair = photo_pairs.cell_pair(photo_pairs.all_photographs(), cell, j, change, shape, photo_pairs.SHARE_RANGES[share_class],
                                  size)  # the benchmark's own pair
     assert (pair.photo_name, pair.distractor, pair.size_class) == (photo, "combined", "< 1%")
-    grown, plain_only = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, params).mask)
-                         for params in (MaskParams(fill_holes=False), MaskParams(fill_holes=False, subpixel_grow_k=0.0)))
-    assert grown >= floor and grown >= plain_only + 0.03, (grown, plain_only)
+    both, directed, textured, plain_only = (
+        _iou(pair.truth, compute_change_mask(pair.before, pair.after, MaskParams(fill_holes=False, **off)).mask)
+        for off in ({}, {"texture_grow_k": 0.0}, {"subpixel_grow_k": 0.0}, {"texture_grow_k": 0.0, "subpixel_grow_k": 0.0}))
+    assert both >= floor and min(directed, textured) >= plain_only + 0.03, (both, directed, textured, plain_only)
+
+
+@pytest.mark.parametrize("cell, j, share_class, change, floor", [
+    (345, 1, 1, "colour", 0.53),  # measured 0.558 (0.134 by the pair-wide bar alone)
+    (312, 1, 0, "drop", 0.80),  # 0.838 (0.623)
+])
+def test_a_pole_on_gravel_under_jpeg_grows_against_pixels_of_like_texture(cell, j, share_class, change, floor):
+    """Two of the benchmark's < 1% pairs: a pole 2.5 px wide recoloured or removed on a gravel
+    photograph at 320x480, re-saved as JPEG. JPEG's ringing on the gravel lifts the plain
+    difference's median, and with it the growth's pair-wide bar, above the pole's edges; the
+    growth also follows the plain difference against pixels of like texture
+    (``texture_grow_k``), asserted against the masks without it."""
+    pair = photo_pairs.cell_pair(photo_pairs.all_photographs(), cell, j, change, "pole",
+                                 photo_pairs.SHARE_RANGES[share_class], (320, 480))  # the benchmark's own pair
+    assert (pair.photo_name, pair.distractor, pair.size_class) == ("gravel.png", "jpeg", "< 1%")
+    grown, without = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, MaskParams(texture_grow_k=k)).mask)
+                      for k in (MaskParams().texture_grow_k, 0.0))
+    assert grown >= floor and grown >= without + 0.15, (grown, without)
+
+
+@pytest.mark.parametrize("photo, most", [
+    ("grass.png", 0.001),  # measured 0.0% of the image (1.78% without the pruning)
+    ("hubble_deep_field.jpg", 0.012),  # 0.98% (1.77%): the stars that stay stand clear of their texture
+])
+def test_distractor_residue_on_textured_photographs_is_pruned(photo, most):
+    """The benchmark's two worst distractor-only pairs: grass and a star field at 224 px under
+    all distractors combined (sub-pixel shift, tone, noise, JPEG). What the distractors leave
+    forms small clusters that stand no clearer than the unchanged pixels of their texture
+    (``prune_k``, ``prune_pixels``), asserted against the masks without the pruning."""
+    photos = photo_pairs.all_photographs()
+    pair = photo_pairs.distractor_pair(photos, [name for name, _ in photos].index(photo), "combined", (224, 224))
+    pruned, kept = (compute_change_mask(pair.before, pair.after, MaskParams(prune_k=k)).mask.mean()
+                    for k in (MaskParams().prune_k, 0.0))
+    assert pruned <= most and kept >= pruned + 0.007, (pruned, kept)
+
+
+@pytest.mark.parametrize("cell, j, change, shape, size, photo, distractor, floor", [
+    # measured 0.859 (0.416 without the pruning: the lattice towers' residue)
+    (96, 0, "add", "blob", (448, 448), "rocket.jpg", "combined", 0.83),
+    (20, 0, "drop", "legs", (224, 224), "china.jpg", "subpixel", 0.85),  # 0.873 (0.481)
+])
+def test_a_small_change_keeps_its_clusters_and_loses_the_residue_around_it(cell, j, change, shape, size, photo,
+                                                                          distractor, floor):
+    """Two of the benchmark's < 1% pairs where the change is found but the distractors' residue
+    elsewhere halved the IoU: the pruning drops the residue and keeps the change's clusters."""
+    pair = photo_pairs.cell_pair(photo_pairs.all_photographs(), cell, j, change, shape, photo_pairs.SHARE_RANGES[0],
+                                 size)  # the benchmark's own pair
+    assert (pair.photo_name, pair.distractor, pair.size_class) == (photo, distractor, "< 1%")
+    pruned, kept = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, MaskParams(prune_k=k)).mask)
+                    for k in (MaskParams().prune_k, 0.0))
+    assert pruned >= floor and pruned >= kept + 0.3, (pruned, kept)

@@ -40,6 +40,11 @@ MASK_PARAM_HELP = {
     "white_grow_k": "... and the growth follows it above this x its median",
     "subpixel_seed_k": "on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)",
     "subpixel_grow_k": "... and the growth also follows it above this x its threshold (0: off)",
+    "texture_grow_k": "on a pair neither clean nor still with white noise, the growth also follows the plain difference "
+                      "above this x the median of pixels of like texture (0: off)",
+    "prune_k": "on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels "
+               "of like texture is dropped (0: off) ...",
+    "prune_pixels": "... when it has fewer pixels than this",
 }
 
 
