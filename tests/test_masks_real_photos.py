@@ -286,7 +286,7 @@ def test_per_pixel_masks_of_a_noisy_pair_are_closed(monkeypatch):
     hid than an unchanged pixel, so per-pixel masks of pairs that are not clean are closed 3x3
     (measured 0.885 mean IoU, 0.876 with the clusters' pixels alone, as on a clean pair; in
     revision 7 0.856 and 0.834: the growth against pixels of like texture now fills part of
-    what the closing filled, and the benchmark's 1-4% class still gains 0.004 by the closing)."""
+    what the closing filled, and the benchmark's 1-4% class still gains 0.003 by the closing)."""
     from idc_toolkit.masks import diff
 
     photos = dict(photo_pairs.all_photographs())

@@ -157,9 +157,9 @@ class MaskParams:
     #: 114); a larger cluster is kept even where its change dominates its texture's median (a
     #: low-contrast blob's 250-pixel cluster at median excess 2.7). Without hole filling: < 1%
     #: class 0.897 -> 0.902 mean IoU, all distractors combined 0.70 -> 0.72, the distractor-only
-    #: maximum 1.78% -> 0.98% (at 2.5x: 0.901 but a distractor-only pair at 1.57%; at 3.5x
-    #: 0.901, at 4x 0.897; under 300 pixels the 1-4% class lost 0.003, under 0.5% of the image
-    #: too, and > 12% changes lost 0.014 with no size limit). 0 turns it off
+    #: maximum 1.78% -> 0.98% (at 2.5x: 0.901 and a distractor-only pair at 1.57%; at 3.5x
+    #: 0.901, at 4x 0.897; under 300 pixels, or under 0.5% of the image, the 1-4% class lost
+    #: 0.003; with no size limit the > 12% class lost 0.015). 0 turns it off
     prune_k: float = 3.0
     prune_pixels: int = 200
     #: regions as whole objects: each cluster closed (3x3) and its holes filled. An object whose
@@ -455,7 +455,8 @@ def noise_is_white(plain: np.ndarray, tex: np.ndarray, ratio: float) -> bool:
 def grouped_medians(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """The median of ``values`` (>= 0) in each group ``0 .. n - 1`` of ``groups`` (NaN for an
     empty group), as ``np.median`` gives it, from one sort of ``group x span + value``: a
-    lexsort, or ``np.median`` per group, took 10-40x as long on the sizes used here (measured)."""
+    lexsort, ``np.median`` per group or ``scipy.ndimage.median`` took 10-17x as long on the
+    sizes used here (measured)."""
     values = values.astype(np.float64)
     span = float(values.max()) + 1.0 if len(values) else 1.0
     keys = np.sort(groups * span + values)  # exact: float32 values under 2^20 added to whole multiples
