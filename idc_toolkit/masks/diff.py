@@ -3,8 +3,10 @@
     align (camera shift incl. sub-pixel, tone curve per channel; :mod:`.align`)
     -> envelope distance |after - before| -> threshold max(delta, noise_k * noise)
        (on clean pairs, and on still pairs with white noise, the plain difference seeds too)
-    -> hysteresis growth into the partly covered edge pixels (further on clean pairs)
-    -> DBSCAN over changed pixels (looser on clean pairs) -> per cluster: region (the whole
+    -> hysteresis growth into the partly covered edge pixels (further on clean pairs; on
+       other pairs also against the plain difference of pixels of like texture)
+    -> DBSCAN over changed pixels (looser on clean pairs; on other pairs small clusters that
+       stand no clearer than pixels of like texture dropped) -> per cluster: region (the whole
     object: 3x3 closing, holes filled; or per pixel, its changed pixels, closed unless the
     pair is clean), box, centre point
 
@@ -501,12 +503,13 @@ def grow(seeds: np.ndarray, allowed: np.ndarray, steps: int) -> np.ndarray:
     it, which misses the partly covered pixels at an object's edge; on an object 2.5 pixels
     wide that is half of it. :func:`changed_pixels` allows pixels whose plain difference
     passes the plain threshold (or, on a pair with a sub-pixel remainder, whose directed
-    envelope distance passes ``subpixel_grow_k`` x its threshold) and, unless the pair is clean (no
-    sub-pixel remainder, no noise: ``MaskParams.clean_*``), whose envelope distance is not
-    near zero (a sub-pixel camera shift's edges are, and a growth by plain difference alone
-    flooded them). Growth
-    starts only from pixels the envelope found, so a distractor that leaves no seed adds
-    nothing."""
+    envelope distance passes ``subpixel_grow_k`` x its threshold, or, on a pair that is not
+    clean, whose plain difference passes ``texture_grow_k`` x that of pixels of like texture)
+    and, on a pair that is neither clean (no sub-pixel remainder, no noise:
+    ``MaskParams.clean_*``) nor still with white noise, whose envelope distance is not near zero
+    (a sub-pixel camera shift's edges are, and a growth by plain difference alone flooded them;
+    the texture's bar on a still pair, which has no such edges, is not asked for it). Growth
+    starts only from pixels the envelope found, so a distractor that leaves no seed adds nothing."""
     out = seeds.copy()
     for _ in range(steps):
         near = out.copy()
@@ -549,9 +552,9 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
     clean = still and alignment.noise < params.clean_noise and params.noise_k * plain_noise <= params.delta
     steps = params.clean_grow if clean else params.grow
     allowed = plain > max(params.delta, params.noise_k * plain_noise)
+    texture_before = None if clean else texture(aligned)  # the white-noise test's and the texture classes'
     level = None  # the plain difference of pixels of like texture, where a step asks for it
-    if not clean and (params.texture_grow_k or params.prune_k):
-        texture_before = texture(aligned)
+    if texture_before is not None and (params.texture_grow_k or params.prune_k):
         level = texture_level(plain, np.minimum(texture_before, texture(after_overlap)))
     if clean:
         # on a clean pair the plain difference is exact, so it seeds too, at twice the growth's
@@ -559,7 +562,7 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
         # and left legs without any envelope seed (clean pairs 0.937 -> 0.942 mean IoU, < 1%
         # 0.913 -> 0.923, the distractor-only maximum unchanged; at the growth's own bar 3.5%)
         seeds |= plain > max(params.delta, 2 * params.noise_k * plain_noise)
-    elif still and noise_is_white(plain, texture_before if level is not None else texture(aligned), params.white_ratio):
+    elif still and noise_is_white(plain, texture_before, params.white_ratio):
         # white noise on an aligned pair: the plain difference is exact up to that noise
         # (MaskParams.white_*)
         planes = plane_distance(planes_a, planes_b)
