@@ -552,10 +552,9 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
     clean = still and alignment.noise < params.clean_noise and params.noise_k * plain_noise <= params.delta
     steps = params.clean_grow if clean else params.grow
     allowed = plain > max(params.delta, params.noise_k * plain_noise)
-    texture_before = None if clean else texture(aligned)  # the white-noise test's and the texture classes'
-    level = None  # the plain difference of pixels of like texture, where a step asks for it
-    if texture_before is not None and (params.texture_grow_k or params.prune_k):
-        level = texture_level(plain, np.minimum(texture_before, texture(after_overlap)))
+    classes = not clean and bool(params.texture_grow_k or params.prune_k)  # does a step ask for texture classes
+    texture_before = texture(aligned) if classes or (still and not clean) else None  # and the white-noise test
+    level = texture_level(plain, np.minimum(texture_before, texture(after_overlap))) if classes else None
     if clean:
         # on a clean pair the plain difference is exact, so it seeds too, at twice the growth's
         # bar (hysteresis): a thin recoloured texture lies inside the other image's 3x3 range
