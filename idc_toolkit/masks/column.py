@@ -105,8 +105,8 @@ def add_change_masks(
             "remainder and no noise, the plain RGB difference also seeds, and the growth takes `clean_grow` steps by it alone; with no "
             "sub-pixel remainder and white noise, the plain difference in luma and chroma seeds above `white_seed_k` and grows above "
             "`white_grow_k` x its median; with a sub-pixel remainder, the envelope over the 2x2 block the remainder points to "
-            "seeds above `subpixel_seed_k` x its own threshold and the growth follows it above `subpixel_grow_k` x that threshold; on a pair "
-            "that is not clean and has no white noise, the growth also follows the plain difference above `texture_grow_k` x the median "
+            "seeds above `subpixel_seed_k` x its own threshold and the growth follows it above `subpixel_grow_k` x that threshold; on any "
+            "pair but these two kinds, the growth also follows the plain difference above `texture_grow_k` x the median "
             "of the pair's pixels of like texture); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid; on a clean pair `clean_min_samples`); clusters under `min_region` pixels "
             "dropped (`clean_min_region` on a clean pair), and on a pair that is not clean those under `prune_pixels` whose median "
@@ -115,7 +115,7 @@ def add_change_masks(
             "",
             "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
             "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*`, `white_*`, `subpixel_*`, `texture_grow_k` and `prune_*` values and `fill_holes` are "
-            "idc-toolkit's choices, and the alignment, tone curve, envelope distance and growth are our additions "
+            "idc-toolkit's choices, and the alignment, tone curve, envelope distance, growth and pruning are our additions "
             "(benchmarks/mask_quality.py: mean IoU 0.87, 0.93 without `fill_holes`, on 685 pairs made from 22 real "
             "photographs at four image sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
             "",
