@@ -106,7 +106,7 @@ def add_change_masks(
             "sub-pixel remainder and white noise, the plain difference in luma and chroma seeds above `white_seed_k` and grows above "
             "`white_grow_k` x its median; with a sub-pixel remainder, the envelope over the 2x2 block the remainder points to "
             "seeds above `subpixel_seed_k` x its own threshold and the growth follows it above `subpixel_grow_k` x that threshold; on any "
-            "pair but these two kinds, the growth also follows the plain difference above `texture_grow_k` x the median "
+            "pair but the first two kinds (JPEG, a sub-pixel remainder), the growth also follows the plain difference above `texture_grow_k` x the median "
             "of the pair's pixels of like texture); DBSCAN (`eps`, `min_samples`, computed "
             "exactly on the pixel grid; on a clean pair `clean_min_samples`); clusters under `min_region` pixels "
             "dropped (`clean_min_region` on a clean pair), and on a pair that is not clean those under `prune_pixels` whose median "
