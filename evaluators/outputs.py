@@ -236,15 +236,21 @@ def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool, 
     from idc_toolkit.runs import RunFolder
 
     return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=MODEL_RUN_FILES, card_record=False,
-                     record_file=EVALUATION_RECORD, legacy_record=_legacy_record, progress=progress).open(overwrite)
+                     record_file=EVALUATION_RECORD, legacy_record=_legacy_record, progress=progress,
+                     all_ranks=False).open(overwrite)  # under torchrun rank 0 alone scores what every rank generated
 
 
 COMPARE_FILE = "compare.json"
 
 
 def _legacy_compare(out_dir: Path) -> Optional[dict[str, Any]]:
-    """A ``compare.json`` written before its record existed: ours, settings unknown."""
-    if not (out_dir / COMPARE_FILE).is_file():
+    """A ``compare.json`` written before its record existed: ours (settings unknown) only when it
+    holds the report ``compare`` writes; any other file of that name is the user's."""
+    try:
+        report = json.loads((out_dir / COMPARE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(report, dict) or not {"a", "b", "n_pairs", "resamples", "seed", "metrics"} <= set(report):
         return None
     return {"kind": "compare", "fingerprint": None, "fields": {"kind": "compare", "settings": "unknown (older toolkit)"},
             "complete": True}

@@ -155,15 +155,19 @@ def test_another_model_into_the_same_out_is_refused_naming_the_difference(models
     assert eval_main([*base, "--adapter", str(models / "lora_new")]) == 0  # same settings: nothing to do
 
 
-def test_torchrun_ranks_write_the_single_process_file(models, demo_dataset, tmp_path):
+def test_torchrun_ranks_write_and_score_what_one_process_does(models, demo_dataset, tmp_path):
+    """The README's ``torchrun ... idc-eval --model`` with scoring: rank 0 scores alone after every
+    rank generated (its evaluation folder takes no barrier the other ranks would have to meet)."""
     base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
-            "--batch-size", "2", "--predict-only", "--no-progress"]
+            "--batch-size", "2", "--metrics", "BLEU", "CIDEr", "--no-progress"]
     assert eval_main([*base, "--out", str(tmp_path / "single")]) == 0
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.eval",
            *base, "--out", str(tmp_path / "multi")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
+    single, multi = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("single", "multi"))
+    assert multi["overall"] == single["overall"] and "CIDEr" in json.dumps(multi["overall"])
 
 
 def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
@@ -204,7 +208,7 @@ def test_bad_inputs_fail_before_any_work(models, demo_dataset, tmp_path, capsys)
         assert "CUDA is not available" in capsys.readouterr().err
     model = Blip2ForConditionalGeneration.from_pretrained(models / "blip2")
     config, state = read_adapter(models / "lora_new")
-    with pytest.raises(IDCError, match=r"target module\(s\) \['nonexistent_proj'\] do not exist"):
+    with pytest.raises(IDCError, match=r"none of its target modules \['nonexistent_proj'\] exists"):
         check_adapter(model, {**config, "target_modules": ["nonexistent_proj"]}, state, "base", "adapter")
     key = next(k for k in state if "lora_A" in k and "q_proj" in k)
     bad = {**state, key: torch.zeros(state[key].shape[0], 7)}

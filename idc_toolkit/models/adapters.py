@@ -4,9 +4,9 @@ Two formats load, both through ``peft.PeftModel.from_pretrained``: today's peft 
 the one BLIP2IDC released, written by peft 0.5 (``adapter_model.bin``, a torch pickle). The
 pickle is read with ``torch.load(weights_only=True)``: tensors only, no code runs.
 
-Checks, each an error naming the adapter: the folder or its files are missing; a target
-module of the adapter matches nothing in the base model; a LoRA tensor's shape does not fit
-the module it wraps. A different ``base_model_name_or_path`` (a Hub name vs your local copy)
+Checks, each an error naming the adapter, follow what peft itself accepts: the folder or its
+files are missing; none of the adapter's target modules exists in the base model; a LoRA tensor
+has no module or its shape does not fit; a module the targets wrap has no tensor. A different ``base_model_name_or_path`` (a Hub name vs your local copy)
 is only a warning.
 """
 
@@ -76,16 +76,28 @@ def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any
     return config, state
 
 
+def _targets_match(name: str, targets: list[str] | str) -> bool:
+    """peft's rule for ``target_modules``: a string is a full-match regex, a list matches a module
+    whose name is an entry or ends with ``.entry``."""
+    if isinstance(targets, str):
+        return re.fullmatch(targets, name) is not None
+    return any(name == t or name.endswith("." + t) for t in targets)
+
+
 def check_adapter(model, config: dict[str, Any], state: dict[str, Any], base_name: str, adapter_dir: str) -> None:
-    """Fail before any work if the adapter cannot apply to ``model``."""
+    """Fail before any work if the adapter cannot apply to ``model``, with peft's own rule: entries
+    of ``target_modules`` that match nothing are fine (BLIP2IDC's released list names a
+    cross-attention on all 12 Q-Former layers; the real Q-Former has one on every 2nd), as long as
+    one matches, every tensor finds its module with a fitting shape, and every module the targets
+    wrap has its tensors (a missing one would stay at its initialisation: a silent no-op)."""
     named = dict(model.named_modules())
     targets = config.get("target_modules") or []
-    if isinstance(targets, str):
-        targets = [targets]
-    unmatched = [t for t in targets if not any(n == t or n.endswith("." + t) for n in named)]
-    if unmatched:
-        raise IDCError(f"adapter {adapter_dir}: target module(s) {unmatched} do not exist in the base model {base_name}")
-    bad = []
+    wrapped = {n for n, m in named.items() if n and _targets_match(n, targets) and getattr(getattr(m, "weight", None), "ndim", 0) == 2}
+    if not wrapped:
+        shown = targets if isinstance(targets, str) else sorted(targets)[:6]
+        raise IDCError(f"adapter {adapter_dir}: none of its target modules {shown} exists in the base model {base_name} "
+                       "(an adapter for another architecture?)")
+    bad, found = [], {}
     for key, tensor in state.items():
         m = _LORA_KEY.match(key)
         if not m:
@@ -94,13 +106,18 @@ def check_adapter(model, config: dict[str, Any], state: dict[str, Any], base_nam
         if module is None or not hasattr(module, "weight"):
             bad.append(f"{key}: no module {m.group(1)!r}")
             continue
+        found.setdefault(m.group(1), set()).add(m.group(2))
         out_f, in_f = module.weight.shape[:2]
         if m.group(2) == "A" and tensor.shape[1] != in_f:
             bad.append(f"{key}: shape {tuple(tensor.shape)} does not fit input size {in_f}")
         if m.group(2) == "B" and tensor.shape[0] != out_f:
             bad.append(f"{key}: shape {tuple(tensor.shape)} does not fit output size {out_f}")
+    if not config.get("layers_to_transform"):  # with a layer filter peft wraps fewer modules than the names match
+        bad += [f"{name}: no lora_{'/'.join(sorted({'A', 'B'} - found.get(name, set())))} tensor" for name in sorted(wrapped)
+                if found.get(name, set()) != {"A", "B"}]
     if bad:
-        raise IDCError(f"adapter {adapter_dir} does not fit the base model {base_name}: " + "; ".join(bad[:5]))
+        raise IDCError(f"adapter {adapter_dir} does not fit the base model {base_name}: " + "; ".join(bad[:5])
+                       + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""))
     declared = config.get("base_model_name_or_path")
     if declared and declared != base_name and Path(declared).name != Path(base_name).name:
         warnings.warn(f"adapter {adapter_dir} was trained on {declared!r}; applying it to {base_name!r}", stacklevel=2)

@@ -111,7 +111,8 @@ class RunFolder:
 
     def __init__(self, out: Path | str, kind: str, fields: Mapping[str, Any], *, owned: Iterable[str] = ("data", "README.md"),
                  card_record: bool = True, tolerated: Iterable[str] = (), record_file: str = RUN_FILE,
-                 legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None, progress: bool = True):
+                 legacy_record: Optional[Callable[[Path], Optional[dict[str, Any]]]] = None, progress: bool = True,
+                 all_ranks: bool = True):
         self.out = output_folder(out, RunError)  # a file:// URI is its local folder; an object store's, its staging
         self.destination = store_of(self.out)  # where the finished run is published (None: it is here)
         self.shown = self.destination.shown if self.destination else str(self.out)  # the --out messages name
@@ -122,6 +123,7 @@ class RunFolder:
         self.tolerated = tuple(tolerated)
         self.spec = RunSpec(kind, self.fingerprint, self.fields, self.owned, self.tolerated)
         self.progress = progress
+        self.all_ranks = all_ranks  #: False: one process (rank 0) runs it alone, with no barrier to the others
         self.record_file = record_file
         self.legacy_record = legacy_record
         self.card_record = card_record
@@ -187,7 +189,7 @@ class RunFolder:
         Under torchrun, rank 0 opens (and overwrites) first; the other ranks then join its run.
         """
         rank, world, _ = dist_info()
-        if world > 1:
+        if world > 1 and self.all_ranks:
             init_distributed()
             if rank != 0:
                 barrier()  # rank 0 has created (or replaced) the run, and checked its destination

@@ -24,13 +24,14 @@ TensorBoard / W&B through ``report_to``, checkpoints the run resumes from, any o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..checks import non_negative_int, optional, positive_float, positive_int, unit_interval
+from ..checks import non_negative_float, non_negative_int, optional, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
@@ -145,7 +146,47 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, *, variant: 
         dtype=dtype, split=split, val_split=val_split or None, val_limit=non_negative_int("--val-limit", val_limit),
         gradient_checkpointing=bool(gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
-        options={**known, **given_options}, trainer_args=dict(trainer_args or {}))
+        options={**known, **given_options}, trainer_args=check_trainer_args(dict(trainer_args or {})))
+
+
+#: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg
+#: they would bypass the folder rule, the lock or the flags' checks, so each is refused naming what to use
+OWNED_TRAINER_FIELDS = {
+    "output_dir": "--out", "logging_dir": "--out", "run_name": "--out (the run is named by its folder)",
+    "overwrite_output_dir": "--overwrite", "resume_from_checkpoint": "the same command again (it resumes by itself)",
+    "save_strategy": "--save-steps", "save_steps": "--save-steps", "save_total_limit": "--save-steps",
+    "save_only_model": "--save-steps", "save_safetensors": "--save-steps", "report_to": "--report-to",
+    "per_device_train_batch_size": "--batch-size", "num_train_epochs": "--epochs", "max_steps": "--max-steps",
+    "learning_rate": "--lr", "gradient_accumulation_steps": "--grad-accum", "seed": "--seed", "data_seed": "--seed",
+    "gradient_checkpointing": "--gradient-checkpointing", "activation_checkpointing": "--gradient-checkpointing",
+    "use_cpu": "--device", "bf16": "--dtype", "fp16": "--dtype", "disable_tqdm": "--no-progress",
+}
+#: the range of every numeric TrainingArguments field a run may set through --trainer-arg (the flags use the same checks)
+TRAINER_FIELD_CHECKS = {
+    "warmup_steps": non_negative_float, "warmup_ratio": unit_interval, "weight_decay": non_negative_float,
+    "max_grad_norm": positive_float, "adam_beta1": unit_interval, "adam_beta2": unit_interval, "adam_epsilon": positive_float,
+    "per_device_eval_batch_size": positive_int, "logging_steps": positive_float, "eval_steps": positive_float,
+    "label_smoothing_factor": unit_interval, "dataloader_num_workers": non_negative_int,
+    "dataloader_prefetch_factor": positive_int, "eval_accumulation_steps": positive_int,
+}
+
+
+def check_trainer_args(trainer_args: dict[str, Any]) -> dict[str, Any]:
+    """``--trainer-arg`` values under the flags' rules: the toolkit's own fields are refused naming
+    the flag, numeric fields are range-checked, and no number may be infinite or NaN."""
+    import math
+
+    checked = {}
+    for name, value in trainer_args.items():
+        option = f"--trainer-arg {name}"
+        if name in OWNED_TRAINER_FIELDS:
+            raise IDCError(f"{option}: set by idc-train itself; use {OWNED_TRAINER_FIELDS[name]}")
+        if name in TRAINER_FIELD_CHECKS:
+            value = TRAINER_FIELD_CHECKS[name](option, value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise IDCError(f"{option} {value!r}: must be a finite number")
+        checked[name] = value
+    return checked
 
 
 class _Rows:
@@ -218,66 +259,68 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     fields = run_fields(settings, dataset, progress)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False, progress=progress).open(overwrite)
     rank = dist_info()[0]
-    if folder.complete:
-        if push_to_hub and rank == 0:
-            from .card import push_adapter
+    # one run at a time in a folder: a second idc-train on the same --out is refused naming the holder
+    with (folder.job_lock((0, 1)) if rank == 0 else contextlib.nullcontext()):
+        if folder.complete:
+            if push_to_hub and rank == 0:
+                from .card import push_adapter
 
-            push_adapter(out / "adapter", push_to_hub)
-        return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
+                push_adapter(out / "adapter", push_to_hub)
+            return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
 
-    import torch
-    from peft import get_peft_model
+        import torch
+        from peft import get_peft_model
 
-    from .callbacks import EpochValidation, StepLog
+        from .callbacks import EpochValidation, StepLog
 
-    torch.manual_seed(seed)
-    if not progress:
-        from ..devices import quiet_model_loading
+        torch.manual_seed(seed)
+        if not progress:
+            from ..devices import quiet_model_loading
 
-        quiet_model_loading()
-    recipe = recipe_cls(settings, facts)
-    base = recipe.load(load_dtype(settings.dtype, device))
-    net = get_peft_model(base, recipe.lora_config(base))
-    if settings.gradient_checkpointing:
-        net.enable_input_require_grads()
-    last = last_complete_checkpoint(out / "checkpoints")
-    if last:
-        verify_checkpoint(last)
-    done_step = _checkpoint_step(last)
-    if rank == 0:
-        _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
-    barrier()  # the other ranks read the truncated tables
-    validation = EpochValidation(recipe, val_rows, dataset, settings, out)
-    steps = StepLog(out / STEPS_FILE)
-    extra = [validation, steps]
-    extra += recipe.callbacks(val_rows or train_rows, out)
-    trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
-                               callbacks=extra + list(callbacks))
-    if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
-        from transformers.trainer_callback import PrinterCallback
+            quiet_model_loading()
+        recipe = recipe_cls(settings, facts)
+        base = recipe.load(load_dtype(settings.dtype, device))
+        net = get_peft_model(base, recipe.lora_config(base))
+        if settings.gradient_checkpointing:
+            net.enable_input_require_grads()
+        last = last_complete_checkpoint(out / "checkpoints")
+        if last:
+            verify_checkpoint(last)
+        done_step = _checkpoint_step(last)
+        if rank == 0:
+            _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
+        barrier()  # the other ranks read the truncated tables
+        validation = EpochValidation(recipe, val_rows, dataset, settings, out)
+        steps = StepLog(out / STEPS_FILE)
+        extra = [validation, steps]
+        extra += recipe.callbacks(val_rows or train_rows, out)
+        trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
+                                   callbacks=extra + list(callbacks))
+        if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
+            from transformers.trainer_callback import PrinterCallback
 
-        trainer.remove_callback(PrinterCallback)
-    trainer.recipe, trainer.step_log = recipe, steps
-    validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
-    if last:
-        log.info("resuming from %s", last)
-    outcome = trainer.train(resume_from_checkpoint=last)
-    if rank == 0:
-        from ..runs.folder import write_text_atomic
-        from .card import adapter_card
+            trainer.remove_callback(PrinterCallback)
+        trainer.recipe, trainer.step_log = recipe, steps
+        validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
+        if last:
+            log.info("resuming from %s", last)
+        outcome = trainer.train(resume_from_checkpoint=last)
+        if rank == 0:
+            from ..runs.folder import write_text_atomic
+            from .card import adapter_card
 
-        if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
-            save_adapter(net, out / "adapter", settings.base_model)
-        write_text_atomic(out / "adapter" / "README.md", adapter_card(recipe_cls, settings, fields, dataset, validation.table))
-        record = _record(fields, complete=True, epochs=validation.table)
-        record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
-        folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
-        if push_to_hub:
-            from .card import push_adapter
+            if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
+                save_adapter(net, out / "adapter", settings.base_model)
+            write_text_atomic(out / "adapter" / "README.md", adapter_card(recipe_cls, settings, fields, dataset, validation.table))
+            record = _record(fields, complete=True, epochs=validation.table)
+            record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
+            folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
+            if push_to_hub:
+                from .card import push_adapter
 
-            push_adapter(out / "adapter", push_to_hub)
-    losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
-    return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
+                push_adapter(out / "adapter", push_to_hub)
+        losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
+        return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
 
 
 def load_dtype(dtype: str, device: str):
@@ -306,9 +349,11 @@ def training_arguments(s: Settings, out: Path, device: str, report_to: str, prog
         warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
         save_total_limit=2, logging_steps=1, report_to=_report_to(report_to),
         remove_unused_columns=False, dataloader_num_workers=0, use_cpu=not on_gpu, bf16=bf16,
-        fp16=on_gpu and not bf16 and s.dtype != "float32", activation_checkpointing=s.gradient_checkpointing,
+        fp16=on_gpu and not bf16 and s.dtype != "float32",
         disable_tqdm=not progress, optim="adamw_torch", dataloader_drop_last=s.variant == "released")
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    # transformers renamed gradient_checkpointing to activation_checkpointing after 5.17: the name this version knows
+    kwargs["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = s.gradient_checkpointing
     unknown = sorted(set(s.trainer_args) - names)
     if unknown:
         raise IDCError(f"--trainer-arg {unknown[0]}: not a TrainingArguments field")
