@@ -13,7 +13,7 @@ The pack is written, not shipped as fixed YAML, because a task names its dataset
 categories: ``idc-eval lmms-tasks [--dataset TASK=PATH ...]`` writes it and prints the
 ``--include_path`` to give lmms-eval. Its functions live here and are referenced from the YAML by
 absolute import path (lmms-eval's ``!function`` falls back to ``importlib``); aggregations are
-resolved by name (``aggregate__<metric>__<group>``, :func:`__getattr__`).
+resolved by name (``aggregate__<metric>``, :func:`__getattr__`).
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def aggregator(metric: str) -> Callable[[list[dict[str, Any]]], float]:
 
 
 def __getattr__(name: str):
-    """``aggregate__<metric>__<group>``: the YAML's aggregation functions (one per metric and group;
-    the items lmms-eval hands over are already the group's)."""
+    """``aggregate__<metric>``: the YAML's aggregation functions (the items lmms-eval hands over are
+    already one group's; a pack written before names ``aggregate__<metric>__<group>``)."""
     parts = name.split("__")
     if len(parts) >= 2 and parts[0] == "aggregate" and parts[1] in METRICS:
         return aggregator(parts[1])
@@ -121,9 +121,27 @@ def __getattr__(name: str):
 
 
 # -- writing the pack -------------------------------------------------------------------------
+class Function(str):
+    """A dotted import path lmms-eval resolves: written as its ``!function`` tag."""
+
+
+def _dumper():
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
+    return Dumper
+
+
 def task_yaml(task: str, dataset: str, split: str, categories: Optional[tuple[str, ...]], prompt: str,
               max_new_tokens: int) -> str:
-    """The YAML of one task (written by hand: its ``!function`` tags are lmms-eval's own)."""
+    """The YAML of one task, written by PyYAML's serializer: category names, paths and prompts are
+    data (a card's category cannot add a key or a tag); only the functions named here, all of this
+    module, carry lmms-eval's ``!function`` tag."""
+    import yaml
+
     from idc_toolkit import __version__
     from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
@@ -132,35 +150,21 @@ def task_yaml(task: str, dataset: str, split: str, categories: Optional[tuple[st
         groups += list(categories)
         if any(c not in NO_CHANGE_CATEGORIES for c in categories):
             groups.append(CHANGE_ONLY)
-    q = json.dumps
-    lines = [
-        f"# written by idc-toolkit {__version__} (idc-eval lmms-tasks): scored by idc-toolkit's coco-caption scorer, rcc protocol",
-        f"task: {q(task)}",
-        f"dataset_path: {q(dataset)}",
-        f"test_split: {q(split)}",
-        "output_type: generate_until",
-        f"process_docs: !function {MODULE}.process_docs",
-        f"doc_to_visual: !function {MODULE}.doc_to_visual",
-        f"doc_to_text: !function {MODULE}.doc_to_text",
-        "doc_to_target: captions",
-        "generation_kwargs:",
-        f"  max_new_tokens: {max_new_tokens}",
-        "  temperature: 0",
-        "  do_sample: false",
-        "  num_beams: 1",
-        f"process_results: !function {MODULE}.process_results",
-        "lmms_eval_specific_kwargs:",
-        "  default:",
-        f"    prompt: {q(prompt)}",
-        "metric_list:",
-    ]
-    for group in groups:
-        for metric in METRICS:
-            lines += [f"  - metric: {metric_name(metric, group)}",
-                      f"    aggregation: !function {MODULE}.aggregate__{metric}__{group}",
-                      "    higher_is_better: true"]
-    lines += ["metadata:", "  version: 0.1"]
-    return "\n".join(lines) + "\n"
+    doc = {
+        "task": task, "dataset_path": dataset, "test_split": split, "output_type": "generate_until",
+        "process_docs": Function(f"{MODULE}.process_docs"), "doc_to_visual": Function(f"{MODULE}.doc_to_visual"),
+        "doc_to_text": Function(f"{MODULE}.doc_to_text"), "doc_to_target": "captions",
+        "generation_kwargs": {"max_new_tokens": max_new_tokens, "temperature": 0, "do_sample": False, "num_beams": 1},
+        "process_results": Function(f"{MODULE}.process_results"),
+        "lmms_eval_specific_kwargs": {"default": {"prompt": prompt}},
+        # the items lmms-eval hands an aggregation are already one group's: the function needs only the metric
+        "metric_list": [{"metric": metric_name(metric, group), "aggregation": Function(f"{MODULE}.aggregate__{metric}"),
+                         "higher_is_better": True} for group in groups for metric in METRICS],
+        "metadata": {"version": 0.1},
+    }
+    header = (f"# written by idc-toolkit {__version__} (idc-eval lmms-tasks): scored by idc-toolkit's coco-caption "
+              "scorer, rcc protocol\n")
+    return header + yaml.dump(doc, Dumper=_dumper(), sort_keys=False, allow_unicode=True, width=1000)
 
 
 def task_facts(builder: str, dataset: str) -> tuple[Optional[tuple[str, ...]], str]:

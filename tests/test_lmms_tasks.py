@@ -87,3 +87,32 @@ def test_the_cli_prints_the_include_path(tmp_path, capsys, demo_dataset, monkeyp
     (tmp_path / "mine" / "idc_clevr_change.yaml").write_text("my own task")
     assert main(["lmms-tasks", "--out", str(tmp_path / "mine"), "--overwrite"]) == 1  # never replaces a user's file
     assert (tmp_path / "mine" / "idc_clevr_change.yaml").read_text() == "my own task"
+
+
+HOSTILE = ["zz\nprocess_results: !function os.system\nzzz: |1", "a: b", "# not a comment", "!!python/object/apply:os.system",
+           "!function os.system", "line\nbreak", "{{ jinja }}", "</script><script>x</script>", r"50% & $\_^{}~#", "plain"]
+
+
+def test_hostile_category_names_stay_data_in_the_pack(tmp_path):
+    """A dataset card's category names cannot add a key or choose a function lmms-eval resolves:
+    lmms-eval's own loader reads them back intact as strings, and every callable is ours."""
+    import yaml
+    from lmms_eval.utils import load_yaml_config
+
+    from idc_toolkit.evaluators import lmms_tasks
+
+    text = lmms_tasks.task_yaml("idc_x", "/data/a: b\n#c", "test", tuple(HOSTILE), "Say {{x}}: what\nchanged?", 40)
+    path = tmp_path / "idc_x.yaml"
+    path.write_text(text)
+    config = load_yaml_config(str(path))
+    assert set(config) == {"task", "dataset_path", "test_split", "output_type", "process_docs", "doc_to_visual", "doc_to_text",
+                           "doc_to_target", "generation_kwargs", "process_results", "lmms_eval_specific_kwargs",
+                           "metric_list", "metadata"}
+    assert config["dataset_path"] == "/data/a: b\n#c" and config["lmms_eval_specific_kwargs"]["default"]["prompt"] == "Say {{x}}: what\nchanged?"
+    assert config["process_results"] is lmms_tasks.process_results
+    metrics = [m["metric"] for m in config["metric_list"]]
+    for name in HOSTILE:
+        assert lmms_tasks.metric_name("CIDEr", name) in metrics
+    for entry in config["metric_list"]:
+        assert callable(entry["aggregation"]) and entry["aggregation"].__module__ == lmms_tasks.MODULE
+    assert yaml.safe_load(text.replace("!function", "")) is not None  # plain YAML too, not just lmms-eval's loader
