@@ -196,6 +196,13 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     if shards:  # pyarrow alone: no `datasets` (and pandas) import on the scoring path
         import pyarrow.parquet as pq
 
+        from idc_toolkit.errors import RunError
+        from idc_toolkit.runs.rows import check_against_card
+
+        try:  # the one shared check of a folder against its card, before any scoring
+            check_against_card(dataset, split, shards)
+        except RunError as exc:
+            raise EvaluationError(str(exc)) from None
         schema = pq.read_schema(shards[0])
         names = _class_label_names(schema, group_column)
         cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column)) if c and c in schema.names]
@@ -221,13 +228,19 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
     for needed in (id_column, CAPTIONS, group_by, iou_column):
         if needed and needed not in rows:
             raise EvaluationError(f"{dataset}: split {split!r} has no {needed!r} column")
+    if not rows[id_column]:
+        raise EvaluationError(f"{dataset}: split {split!r} is empty (0 rows); nothing to score against")
     captions: dict[str, list[str]] = {}
     categories: dict[str, Optional[str]] = {}
     for k, pid in enumerate(rows[id_column]):
         pid = str(pid)
         if pid in captions:
             raise EvaluationError(f"{dataset}: pair id {pid!r} occurs twice in split {split!r}")
-        captions[pid] = list(rows[CAPTIONS][k] or [])
+        cell = rows[CAPTIONS][k]
+        if cell is not None and (not isinstance(cell, list) or not all(isinstance(c, str) for c in cell)):
+            raise EvaluationError(f"{dataset} [{split}], pair {pid!r}: 'captions' is a {type(cell).__name__}, not a list of "
+                                  "strings; the folder was changed after it was written")
+        captions[pid] = list(cell or [])
         cat = rows[group_column][k] if group_column in rows else None
         categories[pid] = names[cat] if (names is not None and cat is not None) else (None if cat is None else str(cat))
     refs = References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))

@@ -102,6 +102,15 @@ def test_compare(demo_dataset, tmp_path, capsys):
     assert json.loads((tmp_path / "c" / "compare.json").read_text())["resamples"] == 100
     (tmp_path / "c" / "notes.txt").write_text("mine")
     assert main([*compare, "--bootstrap", "50", "--overwrite"]) == 1 and (tmp_path / "c" / "notes.txt").is_file()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "compare.json").write_text('{"my": "own notes"}')
+    at_mine = ["compare", str(a), str(b), "--dataset", str(demo_dataset), "--out", str(mine), "--metrics", "BLEU"]
+    for extra in ([], ["--overwrite"]):  # a user's own compare.json is never replaced, and is called the user's
+        assert main([*at_mine, *extra]) == 1
+        err = capsys.readouterr().err
+        assert "compare run with other settings" not in err and "compare.json" in err, err
+        assert json.loads((mine / "compare.json").read_text()) == {"my": "own notes"}
 
 
 def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, monkeypatch):
@@ -138,3 +147,35 @@ def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stdout
+
+
+def test_a_folder_edited_after_it_was_written_is_refused_before_scoring(demo_dataset, tmp_path, capsys):
+    """The captions column rewritten as one string per row would be scored character by character:
+    the folder is checked against its card first, and a cell that is not a list of strings is named."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from idc_toolkit.errors import EvaluationError
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+
+    refs = _test_refs(demo_dataset)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({p: c[0] for p, c in refs.captions.items()}))
+    edited = tmp_path / "edited"
+    shutil.copytree(demo_dataset, edited)
+    shard = sorted((edited / "data").glob("test-*.parquet"))[0]
+    table = pq.read_table(shard)
+    strings = pa.array([" ".join(c) for c in table.column("captions").to_pylist()], pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index("captions"), "captions", strings), shard)
+    assert main(["--predictions", str(preds), "--dataset", str(edited), "--out", str(tmp_path / "e")]) == 1
+    err = capsys.readouterr().err
+    assert "changed after it was written" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "e").exists()
+    (edited / "README.md").unlink()  # no card to check against: the cell itself is refused
+    with pytest.raises(EvaluationError, match=r"'captions' is a str, not a list of strings"):
+        load_references_dataset(str(edited), "test")
+    for each in (edited / "data").glob("test-*.parquet"):
+        pq.write_table(table.slice(0, 0), each)
+    with pytest.raises(EvaluationError, match=r"split 'test' is empty \(0 rows\)"):
+        load_references_dataset(str(edited), "test")
