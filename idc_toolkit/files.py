@@ -56,14 +56,14 @@ def content_sha256(path: Path | str, on_bytes: Optional[Callable[[int], Any]] = 
 def file_name_for(key: str, suffix: str = "") -> str:
     """A file name made from data (a pair id): path separators, ``..``, control and shell-
     hostile characters become ``_``, and a short hash of the original keeps two ids that
-    clean to the same text apart. Never a path: it cannot leave the folder it is joined to."""
+    clean to the same text, or share their first 120 characters, apart. Never a path: it cannot leave the folder it is joined to."""
     import hashlib
     import re
 
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", str(key)).strip("._") or "pair"
-    if cleaned != str(key):
+    if cleaned != str(key) or len(cleaned) > 120:  # changed or cut: the hash of the whole id keeps it apart
         cleaned = f"{cleaned[:80]}-{hashlib.sha256(str(key).encode()).hexdigest()[:8]}"
-    return cleaned[:120] + suffix
+    return cleaned + suffix
 
 
 def inside(folder: Path | str, name: str) -> Path:

@@ -182,6 +182,15 @@ def test_file_names_made_from_ids_stay_inside_their_folder(tmp_path, pair_id):
     assert file_name_for("../a") != file_name_for("__a")  # two ids never share a file
 
 
+def test_ids_sharing_a_long_prefix_get_distinct_file_names():
+    """Clean ids longer than a file name keeps are cut, and a cut name carries the whole id's hash."""
+    prefix = "scene_" + "a" * 200
+    ids = [prefix + tail for tail in ("", "1", "2", "_b", "-c", ".d")]
+    names = [file_name_for(i, ".png") for i in ids]
+    assert len(set(names)) == len(ids) and all(len(n) <= 120 for n in names)
+    assert file_name_for("short_id-1") == "short_id-1"  # a clean short id keeps its own name
+
+
 def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
     """Spot-the-Diff's img_id becomes a path: ``../`` and absolute ids are skipped and reported
     (strict: an error), never embedded from outside --raw."""
