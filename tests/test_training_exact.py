@@ -154,8 +154,45 @@ def test_meaningless_settings_are_refused_before_any_work(bases, demo_dataset, t
         with pytest.raises(IDCError, match="TrainingArguments refused the settings"):
             train("blip2idc", str(demo_dataset), tmp_path / "t2", **base, trainer_args={"lr_scheduler_type": "nope"})
         assert not (tmp_path / "t").exists() and not (tmp_path / "t2").exists()  # nothing written
+        # --trainer-arg: the toolkit's own fields name their flag; the others meet the flags' range checks
+        for trainer_args, message in (({"output_dir": str(tmp_path / "elsewhere")}, "output_dir: set by idc-train itself; use --out"),
+                                      ({"learning_rate": float("inf")}, "learning_rate: set by idc-train itself; use --lr"),
+                                      ({"num_train_epochs": 0}, "use --epochs"), ({"max_steps": 0}, "use --max-steps"),
+                                      ({"per_device_train_batch_size": 0}, "use --batch-size"),
+                                      ({"resume_from_checkpoint": "x"}, "it resumes by itself"),
+                                      ({"warmup_ratio": 2}, "warmup_ratio 2: must lie in"),
+                                      ({"adam_epsilon": 0}, "adam_epsilon 0: must be greater than 0"),
+                                      ({"label_smoothing_factor": float("nan")}, "must be a finite number")):
+            with pytest.raises(IDCError, match=message):
+                train("blip2idc", str(demo_dataset), tmp_path / "t3", **base, trainer_args=trainer_args)
+        assert not (tmp_path / "t3").exists() and not (tmp_path / "elsewhere").exists()
     finally:
         transformers.Blip2ForConditionalGeneration.from_pretrained = original
+
+
+def test_a_second_run_on_the_same_out_is_refused_naming_the_holder(bases, demo_dataset, tmp_path):
+    """idc-train holds the run folder's job lock while it trains, as every other command does."""
+    import os
+
+    from idc_toolkit.errors import IDCError
+
+    kwargs = dict(base_model=str(bases["blip2idc"]), val_split=None, device="cpu", progress=False, report_to="none",
+                  max_steps=1, batch_size=2)
+    seen = {}
+    from transformers import TrainerCallback
+
+    class SecondRun(TrainerCallback):  # while the first run trains, a second one on the same folder
+        def on_step_end(self, args, state, control, **kw):
+            if "refusal" not in seen:
+                try:
+                    train("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs)
+                except IDCError as exc:
+                    seen["refusal"] = str(exc)
+
+    train("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs, callbacks=(SecondRun(),))
+    assert "is in use by pid" in seen["refusal"] and str(os.getpid()) in seen["refusal"]
+    steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
+    assert steps == [1]
 
 
 def test_blip2idc_training_refuses_a_dataset_without_pair_style(bases, demo_dataset, tmp_path):
