@@ -76,9 +76,10 @@ def test_ctrl_c_then_rerun_resumes_without_rereading_finished_parts(raw, referen
 CHILD = textwrap.dedent("""
     import sys, time
     import idc_toolkit.building.pipeline as m
+    from idc_toolkit.cli.build import main
     original = m.read_image_bytes
     m.read_image_bytes = lambda p, v: (time.sleep(0.01), original(p, v))[1]
-    m.build_dataset(m.make_builder("spot_the_diff", sys.argv[1]), sys.argv[2], rows_per_part=4, progress=False)
+    sys.exit(main(["spot_the_diff", "--raw", sys.argv[1], "--out", sys.argv[2], "--rows-per-part", "4", "--no-progress"]))
 """)
 
 
@@ -87,7 +88,7 @@ def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_p
     ref_dir, _ = reference
     out = tmp_path / "out"
     rng = random.Random(seed)
-    for _ in range(2):  # killed twice, at random moments: start-up, or inside a part (one takes >= 80 ms here)
+    for _ in range(3):  # idc-build killed three times, at random moments: start-up, or inside a part (one takes >= 80 ms here)
         kill_mid_run(CHILD, [raw, out], out, rng.randint(-1, 3), 0.05, rng)
     build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert _files(out) == _files(ref_dir)

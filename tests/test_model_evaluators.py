@@ -31,9 +31,9 @@ def models(tmp_path_factory, tiny_models):
         os.symlink(tiny_models(name), root / name)
     blip2, iblip = root / "blip2", root / "iblip"
     # each adapter names the base it was made from, as a trained one does (no base-name warning)
-    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(2),
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_new", blip2idc_targets(12),
                       base_name=str(blip2))
-    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(2), old_format=True,
+    save_lora_adapter(Blip2ForConditionalGeneration.from_pretrained(blip2), root / "lora_old", blip2idc_targets(12), old_format=True,
                       base_name=str(blip2))
     save_lora_adapter(InstructBlipForConditionalGeneration.from_pretrained(iblip), root / "lora_davir", davir_targets(),
                       base_name=str(iblip))
@@ -285,3 +285,34 @@ def test_a_hub_adapter_is_downloaded_at_its_revision_and_fingerprinted_by_conten
     from idc_toolkit.runs.fingerprint import path_content
 
     assert meta["adapter_sha256"] == path_content(models / "lora_new")
+
+
+def test_a_pickled_base_or_adapter_is_refused_in_one_line(models, demo_dataset, tmp_path, capsys):
+    """A base model whose weights are a pickle that would run code, and such an adapter: torch's
+    weights_only refuses them (nothing runs), and the toolkit says so in one line."""
+    import pickle
+    import shutil
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    base = tmp_path / "base"
+    shutil.copytree(models / "blip2", base, symlinks=False)
+    (base / "model.safetensors").unlink()
+    with open(base / "pytorch_model.bin", "wb") as fh:
+        pickle.dump(Payload(), fh)
+    args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--device", "cpu", "--limit", "2", "--no-progress"]
+    assert eval_main([*args, "--base-model", str(base), "--out", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a plain tensor file" in err and "nothing in it was run" in err, err
+    adapter = tmp_path / "adapter"
+    shutil.copytree(models / "lora_old", adapter)
+    with open(adapter / "adapter_model.bin", "wb") as fh:
+        pickle.dump(Payload(), fh)
+    assert eval_main([*args, "--base-model", str(models / "blip2"), "--adapter", str(adapter), "--out", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a plain tensor file" in err, err
+    assert not marker.exists()

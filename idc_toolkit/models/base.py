@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, ClassVar, Optional
 
+from ..errors import IDCError
+
 
 class Runner:
     name: ClassVar[str]
@@ -86,9 +88,24 @@ def load_pretrained(model_class, processor_class, name: str, revision: Optional[
     (:func:`ensure_image_token`): how the runners and the training recipes load a base model."""
     kwargs = {"revision": revision} if revision else {}
     processor = processor_class.from_pretrained(name, **kwargs)
-    model = model_class.from_pretrained(name, dtype=dtype, **kwargs)
+    model = load_weights(model_class, name, dtype=dtype, **kwargs)
     ensure_image_token(model, processor)
     return model, processor
+
+
+def load_weights(model_class, name: str, **kwargs):
+    """``model_class.from_pretrained``, with a weights file that would run pickled code (refused by
+    torch's ``weights_only``: nothing ran) or is corrupt reported in one line naming the model."""
+    import pickle
+
+    try:
+        return model_class.from_pretrained(name, **kwargs)
+    except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, RuntimeError) and "weights_only" not in str(exc) and "pickle" not in str(exc).lower():
+            raise
+        raise IDCError(f"--base-model {name}: its weights file is not a plain tensor file ({type(exc).__name__}: {first}); "
+                       "nothing in it was run") from None
 
 
 def ensure_image_token(model, processor) -> None:

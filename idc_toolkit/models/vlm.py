@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from ..errors import IDCError
 from ..facts import DatasetFacts
-from .base import Runner, resolve_dtype
+from .base import Runner, load_weights, resolve_dtype
 
 MAX_NEW_TOKENS = 40
 
@@ -166,7 +166,7 @@ class VlmRunner(Runner):
         processor = AutoProcessor.from_pretrained(base_model, **kwargs)
         if getattr(processor, "tokenizer", None) is None or getattr(processor, "chat_template", None) is None:
             raise IDCError(f"{base_model}: its processor has no tokenizer or no chat template; --model vlm runs chat models")
-        model = AutoModelForImageTextToText.from_pretrained(base_model, dtype=self.dtype, **kwargs)
+        model = load_weights(AutoModelForImageTextToText, base_model, dtype=self.dtype, **kwargs)
         if adapter:
             from .adapters import apply_adapter
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..runs.folder import remove_owned
+from ..runs.folder import remove_owned, write_text_atomic
 
 
 def save_adapter(net, folder: Path, base_model: str) -> None:
@@ -20,7 +20,7 @@ def save_adapter(net, folder: Path, base_model: str) -> None:
     # a Hub id as it is; a local base by its folder name only (the card names its content hash):
     # an uploaded adapter never publishes this machine's directory layout
     cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
-    cfg_path.write_text(json.dumps(cfg, indent=2))
+    write_text_atomic(cfg_path, json.dumps(cfg, indent=2))
     old = folder.with_name(f".{folder.name}.old")
     if folder.exists():
         remove_owned(folder.parent, [old.name])
