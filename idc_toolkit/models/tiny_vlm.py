@@ -59,7 +59,8 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
             vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 32, "num_heads": 4, "mlp_ratio": 2, "patch_size": 14,
                            "spatial_merge_size": 2, "temporal_patch_size": 2},
             image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-            vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+            vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+            tie_word_embeddings=True)  # as Qwen2-VL-2B (models.layouts)
         model_class = tf.Qwen2VLForConditionalGeneration
     elif architecture == "llava_onevision":
         tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], ["<image>", "<video>"],

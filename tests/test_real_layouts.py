@@ -1,0 +1,126 @@
+"""The checkpoints users bring, at their real layout, built on the meta device (no weights).
+
+Reference values are the published ones: parameter counts as the checkpoints' model cards and
+the GPU measurement of issue 35 state them (BLIP-2 OPT-2.7B 3.74 B, InstructBLIP-Vicuna-7B 7.91 B),
+the Q-Former's cross-attention on every 2nd layer, BLIP2IDC's released 18-entry target list.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from idc_toolkit.errors import IDCError  # noqa: E402
+from idc_toolkit.models.layouts import LAYOUTS, meta_model, real_config, structure_of  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def blip2_meta():
+    return meta_model("Salesforce/blip2-opt-2.7b")
+
+
+def _count(model) -> float:
+    return sum(p.numel() for p in model.parameters()) / 1e9
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_every_published_layout_builds_on_the_meta_device(name):
+    model = meta_model(name)
+    assert all(p.device.type == "meta" for p in model.parameters())
+    expected = {"Salesforce/blip2-opt-2.7b": 3.74, "Salesforce/instructblip-vicuna-7b": 7.91, "Qwen/Qwen2-VL-2B-Instruct": 2.21}
+    if name in expected:
+        assert _count(model) == pytest.approx(expected[name], abs=0.01)
+
+
+def test_the_real_qformer_has_cross_attention_on_every_second_layer(blip2_meta):
+    layers = [n.split(".")[3] for n, _ in blip2_meta.named_modules() if n.endswith("crossattention.attention.query")]
+    assert layers == ["0", "2", "4", "6", "8", "10"]
+
+
+def _released_adapter(model, targets, r: int = 4):
+    """A BLIP2IDC-style adapter made on ``model`` (meta tensors: only shapes matter to the check)."""
+    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+
+    net = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets))
+    state = get_peft_model_state_dict(net)
+    config = {"peft_type": "LORA", "target_modules": targets, "base_model_name_or_path": "Salesforce/blip2-opt-2.7b"}
+    return net.get_base_model(), config, state
+
+
+def test_the_released_blip2idc_target_list_is_accepted_on_the_real_layout():
+    """The released adapter_config.json names layers 0..11; the real Q-Former has 6 of them: peft
+    accepts that, and so does the check. A wrong shape or another architecture is still refused."""
+    from idc_toolkit.models.adapters import check_adapter
+    from idc_toolkit.models.tiny import blip2idc_targets
+
+    targets = blip2idc_targets(12)
+    assert len(targets) == 18
+    base, config, state = _released_adapter(meta_model("Salesforce/blip2-opt-2.7b"), targets)
+    queries = {k for k in state if "crossattention.attention.query" in k}
+    assert len(queries) == 12  # lora_A and lora_B of 6 layers
+    check_adapter(base, config, state, "Salesforce/blip2-opt-2.7b", "released")
+    key = next(k for k in state if "q_proj.lora_A" in k)
+    with pytest.raises(IDCError, match="does not fit input size 2560"):
+        check_adapter(base, config, {**state, key: torch.zeros(4, 7, device="meta")}, "base", "released")
+    with pytest.raises(IDCError, match="no lora_B tensor"):
+        check_adapter(base, config, {k: v for k, v in state.items() if not k.endswith(key.replace("lora_A", "lora_B").split(".", 1)[1])},
+                      "base", "released")
+    qwen = meta_model("Qwen/Qwen2-VL-2B-Instruct")
+    with pytest.raises(IDCError, match="does not fit the base model"):
+        check_adapter(qwen, config, state, "Qwen/Qwen2-VL-2B-Instruct", "released")
+    with pytest.raises(IDCError, match="none of its target modules"):
+        check_adapter(qwen, {**config, "target_modules": ["crossattention.attention.query"]}, state, "qwen", "released")
+
+
+@pytest.mark.parametrize("model,name", [("blip2idc", "Salesforce/blip2-opt-2.7b"), ("davir", "Salesforce/instructblip-vicuna-7b")])
+def test_recipes_resolve_their_lora_targets_on_the_real_layout(model, name):
+    """What each recipe wraps on the real base: BLIP2IDC the 6 cross-attention queries the real
+    Q-Former has; DAVIR the ViT and Q-Former QKV and the LLM's q/k/v projections of every layer."""
+    from peft import get_peft_model
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import resolve_settings
+
+    cls = get_recipe_class(model)
+    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    settings = resolve_settings(cls, facts, variant=None, base_model=name, revision=None, epochs=None, batch_size=None,
+                                grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="auto",
+                                split="train", val_split=None, val_limit=0, gradient_checkpointing=False)
+    base = meta_model(name)
+    net = get_peft_model(base, cls(settings, facts).lora_config(base))
+    wrapped = {n.split(".lora_A.")[0] for n, _ in net.named_parameters() if ".lora_A." in n}
+    if model == "blip2idc":
+        assert len([w for w in wrapped if "crossattention.attention.query" in w]) == 6
+        assert len([w for w in wrapped if w.endswith("q_proj")]) == 32  # OPT-2.7B's 32 layers
+    else:
+        assert len([w for w in wrapped if w.endswith("self_attn.q_proj")]) == 32
+        assert len([w for w in wrapped if w.endswith(".qkv")]) == 39  # the ViT-g's 39 layers
+
+
+@pytest.mark.parametrize("model,name", [("blip2idc", "Salesforce/blip2-opt-2.7b"), ("davir", "Salesforce/instructblip-vicuna-7b")])
+def test_dry_run_on_the_real_layout(model, name, tmp_path, demo_dataset, davir_dataset):
+    """``idc-train --dry-run`` against a folder holding only the real config.json: exact parameter
+    counts, no weights read."""
+    from idc_toolkit.training import train
+
+    base = tmp_path / "base"
+    real_config(name).save_pretrained(base)
+    dataset = davir_dataset if model == "davir" else demo_dataset
+    result = train(model, str(dataset), tmp_path / "out", base_model=str(base), val_split=None, device="cpu",
+                   progress=False, report_to="none", dry_run=True)
+    total = sum(result.estimate.parameters.values()) / 1e9
+    assert total == pytest.approx({"blip2idc": 3.74, "davir": 7.91}[model], abs=0.02)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("tiny,real", [("blip2", "Salesforce/blip2-opt-2.7b"), ("iblip", "Salesforce/instructblip-vicuna-7b"),
+                                       ("qwen2_vl", "Qwen/Qwen2-VL-2B-Instruct")])
+def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
+    from transformers import AutoConfig
+
+    config = json.loads((tiny_models(tiny) / "config.json").read_text())
+    assert structure_of(AutoConfig.for_model(**config)) == structure_of(real_config(real))
