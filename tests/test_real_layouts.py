@@ -30,6 +30,7 @@ def _count(model) -> float:
 def test_every_published_layout_builds_on_the_meta_device(name):
     model = meta_model(name)
     assert all(p.device.type == "meta" for p in model.parameters())
+    # Qwen2-VL-2B and OPT tie their output to their input embeddings (transformers 5.0 did not: the floor is 5.2)
     expected = {"Salesforce/blip2-opt-2.7b": 3.74, "Salesforce/instructblip-vicuna-7b": 7.91, "Qwen/Qwen2-VL-2B-Instruct": 2.21}
     if name in expected:
         assert _count(model) == pytest.approx(expected[name], abs=0.01)
@@ -124,3 +125,54 @@ def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
 
     config = json.loads((tiny_models(tiny) / "config.json").read_text())
     assert structure_of(AutoConfig.for_model(**config)) == structure_of(real_config(real))
+
+
+#: peak memory of one optimizer step measured on an H100 (torch.cuda.max_memory_allocated; transformers 5.24,
+#: batch 16, bf16 base, LoRA in fp32, 12 steps, no validation; real-size random weights with the toolkit's tiny
+#: tokenizers), as issue 35 reports them
+MEASURED_GIB = {("blip2idc", False): 17.16, ("davir", False): 46.23, ("davir", True): 20.94}
+
+
+@pytest.fixture(scope="module")
+def measured_setups(tmp_path_factory):
+    """The real configurations with the tiny tokenizers beside them, as the GPU runs had them."""
+    import shutil
+
+    from idc_toolkit.models import tiny
+
+    root = tmp_path_factory.mktemp("gpu_setups")
+    folders = {}
+    for model, name, save in (("blip2idc", "Salesforce/blip2-opt-2.7b", tiny.save_tiny_blip2),
+                              ("davir", "Salesforce/instructblip-vicuna-7b", tiny.save_tiny_instructblip)):
+        small = save(root / f"{model}_tiny")
+        folder = root / model
+        real_config(name).save_pretrained(folder)
+        for f in small.iterdir():
+            if f.is_file() and f.name not in ("config.json", "model.safetensors", "generation_config.json"):
+                shutil.copy(f, folder / f.name)
+            elif f.is_dir():
+                shutil.copytree(f, folder / f.name)
+        folders[model] = folder
+    return folders
+
+
+@pytest.mark.parametrize("model,checkpointing", sorted(MEASURED_GIB))
+def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointing, measured_setups, monkeypatch):
+    """--dry-run's estimate (weights + LoRA state + the activations measured on a slice of the model)
+    against the H100's peak for the same run."""
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training.estimate import estimate
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # the estimate for an H100, here
+    cls = get_recipe_class(model)
+    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    settings = resolve_settings(cls, facts, variant=None, base_model=str(measured_setups[model]), revision=None, epochs=None,
+                                batch_size=16, grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0,
+                                dtype="auto", split="train", val_split=None, val_limit=0,
+                                gradient_checkpointing=checkpointing)
+    result = estimate(cls, settings, facts, "cuda")
+    gib = result.total_bytes / 1024 ** 3
+    assert result.dtype == "bfloat16"
+    assert gib == pytest.approx(MEASURED_GIB[(model, checkpointing)], rel=0.10), gib

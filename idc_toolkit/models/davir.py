@@ -273,8 +273,15 @@ class DavirRecipe(Recipe):
         self.image_token = model.config.image_token_index
         vision = model.config.vision_config
         self.grid = vision.image_size // vision.patch_size  #: patches per side: M̂'s grid
-        self.attention = pair_forward(model.vision_model, capture=o["fac_weight"] > 0 or o["attention_every"] > 0)
+        self.prepare(model)
         return model
+
+    def typical_prompt(self) -> str:
+        return build_prompt(["small gray metal cylinder"] * int(self.options["num_entities"]), int(self.options["num_entities"]))
+
+    def prepare(self, model) -> None:
+        o = self.options
+        self.attention = pair_forward(model.vision_model, capture=o["fac_weight"] > 0 or o["attention_every"] > 0)
 
     def lora_config(self, model):
         from peft import LoraConfig

@@ -4,23 +4,42 @@ The model is built on PyTorch's ``meta`` device (shapes, no storage) and wrapped
 recipe's LoRA configuration by ``peft``, so parameter counts — total and trainable, per
 module group — are exact, and nothing but ``config.json`` is read (or downloaded).
 
-The memory of one optimizer step is an estimate, written out so it can be checked:
+The memory of one optimizer step is the sum of four terms, each shown:
 
 * frozen weights: every base parameter at the dtype the base is loaded in;
 * LoRA state: each trainable parameter in float32 with its gradient and AdamW's two moments
   (16 bytes);
-* activations per transformer layer, after Korthikanti et al. (2022, "Reducing Activation
-  Recomputation in Large Transformer Models", eq. 1): ``s·b·h·(34 + 5·a·s/h)`` bytes at 16-bit
-  (twice that in float32), for ``s`` tokens, batch ``b``, width ``h`` and ``a`` heads; with
-  gradient checkpointing, ``2·s·b·h`` per layer plus one layer in full.
+* activations: the bytes autograd saves for the backward pass, **measured** on a slice of the
+  real model rather than modelled: the base is built at its real widths with the fewest layers
+  its structure allows (one ViT layer, one Q-Former cross-attention period, one LLM layer),
+  wrapped with the recipe's LoRA and hooks (:meth:`~.recipe.Recipe.prepare`: DAVIR's two-image
+  encoder and its FAC capture, which makes the ViT's attention eager), and run forward on one
+  pair of the run's token layout under the precision the Trainer uses (autocast to bf16 / fp16
+  on a GPU) with :func:`torch.autograd.graph.saved_tensors_hooks` summing every saved storage
+  that is not a parameter. One more layer of each stack gives that stack's bytes per layer;
+  the total is extrapolated to the real depths and batch (every saved tensor grows linearly in
+  both). With gradient checkpointing the same slices are measured with checkpointing on (each
+  layer keeps its input) and one layer's full activations are added (the layer the backward
+  pass recomputes). The slice's weights are allocated, never initialised;
+* the loss: the logits the LLM returns and the float32 log-probabilities the caption loss
+  saves (measured in the same pass).
+
+Measured against an H100 (tests/test_real_layouts.py holds the figures): within 10% for
+BLIP2IDC on BLIP-2 OPT-2.7B and DAVIR on InstructBLIP-Vicuna-7B, with and without checkpointing.
+Allocator fragmentation and the CUDA context (~0.5-1 GiB) come on top.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from unittest import mock
 from typing import Any
 
 GROUPS = ("vision_model", "qformer", "language_model")
+#: (config attribute, depth field) of each stack of a BLIP-2-family model
+STACKS = {"vision_model": ("vision_config", "num_hidden_layers"), "qformer": ("qformer_config", "num_hidden_layers"),
+          "language_model": ("text_config", "num_hidden_layers")}
 
 
 @dataclass(frozen=True)
@@ -31,6 +50,7 @@ class Estimate:
     lora_state_bytes: int
     activation_bytes: int
     dtype: str
+    per_layer_bytes: dict[str, int] | None = None  #: activations each layer of a stack saves, at the run's batch
 
     @property
     def total_bytes(self) -> int:
@@ -45,9 +65,12 @@ class Estimate:
         lines += ["", f"Estimated memory of one optimizer step (base in {self.dtype}):",
                   f"- frozen weights: {self.weight_bytes / gib:.2f} GiB",
                   f"- LoRA weights, gradients, AdamW moments (float32): {self.lora_state_bytes / gib:.3f} GiB",
-                  f"- activations (Korthikanti et al. 2022, eq. 1): {self.activation_bytes / gib:.2f} GiB",
-                  f"- total: {self.total_bytes / gib:.2f} GiB (an estimate: allocator overhead and the CUDA context, "
-                  "~0.5-1 GiB, come on top)"]
+                  f"- activations and loss (saved for the backward pass, measured on a slice of the model): "
+                  f"{self.activation_bytes / gib:.2f} GiB"]
+        for stack, n in (self.per_layer_bytes or {}).items():
+            lines.append(f"  - {stack}: {n / 2 ** 20:.1f} MiB a layer")
+        lines.append(f"- total: {self.total_bytes / gib:.2f} GiB (allocator overhead and the CUDA context, ~0.5-1 GiB, "
+                     "come on top)")
         return "\n".join(lines)
 
 
@@ -56,14 +79,6 @@ def _group(name: str) -> str:
         if f"{g}." in name or name.startswith(g):
             return g
     return "other"
-
-
-def _layer_activations(tokens: int, batch: int, hidden: int, heads: int, layers: int, bytes_per: int,
-                       checkpointing: bool) -> int:
-    full = tokens * batch * hidden * (34 + 5 * heads * tokens / hidden) * bytes_per / 2
-    if checkpointing:
-        return int(2 * tokens * batch * hidden * layers * bytes_per / 2 + full)
-    return int(full * layers)
 
 
 def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
@@ -96,17 +111,186 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     bytes_per = torch.tensor([], dtype=dtype).element_size()
     weight_bytes = sum(parameters.values()) * bytes_per - sum(trainable.values()) * bytes_per
     lora_state = sum(trainable.values()) * 16
-    b = settings.batch_size
-    v, q, t = config.vision_config, config.qformer_config, config.text_config
-    images = recipe_cls.images_per_pair
-    patches = (v.image_size // v.patch_size) ** 2 + 1
-    text_tokens = config.num_query_tokens + 24 + settings.max_caption_tokens + 1  # image slots, prompt (<= 24), caption, EOS
-    act = _layer_activations(patches, b * images, v.hidden_size, v.num_attention_heads, v.num_hidden_layers, bytes_per,
-                             settings.gradient_checkpointing)
-    act += _layer_activations(config.num_query_tokens, b, q.hidden_size, q.num_attention_heads, q.num_hidden_layers,
-                              bytes_per, settings.gradient_checkpointing)
-    act += _layer_activations(text_tokens, b, t.hidden_size, t.num_attention_heads, t.num_hidden_layers, bytes_per,
-                              settings.gradient_checkpointing)
-    act += b * text_tokens * t.vocab_size * 4 * 2  # float32 logits and their gradient
+    activations, per_layer = activation_bytes(recipe_cls, settings, facts, config, model_class, dtype,
+                                              autocast=device.startswith("cuda") and dtype != torch.float32)
     return Estimate({g: n for g, n in parameters.items() if n}, {g: n for g, n in trainable.items() if n},
-                    weight_bytes, lora_state, act, str(dtype).replace("torch.", ""))
+                    weight_bytes, lora_state, activations, str(dtype).replace("torch.", ""), per_layer)
+
+
+_MEASURED: dict[tuple, tuple[int, dict[str, list[int]]]] = {}
+
+
+def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast: bool) -> tuple[int, dict[str, int]]:
+    """``(bytes, per-layer bytes by stack)`` autograd saves for one optimizer micro-batch of
+    ``settings.batch_size`` pairs, measured on a slice of the model (see the module docstring).
+    The slice has two periods of each stack (one layer; a Q-Former cross-attention period); the
+    second period's bytes are the per-layer figure the real depth repeats (the first layer of a
+    stack saves less: its input needs no gradient)."""
+    period = {"vision_model": 1, "language_model": 1,
+              "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
+    depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
+    cut = {s: min(2 * period[s], depth[s]) for s in STACKS}
+
+    def total(checkpointing: bool) -> tuple[float, dict[str, float]]:
+        key = (recipe_cls.name, config.to_json_string(), repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing")), str(dtype), autocast,
+               repr(sorted(cut.items())), checkpointing)
+        if key not in _MEASURED:  # the same slice asked again (a dry run with and without checkpointing) is measured once
+            _MEASURED[key] = _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast, cut, checkpointing)
+        other, layers = _MEASURED[key]
+        steady = {s: sum(layers[s][-period[s]:]) / period[s] for s in STACKS}
+        return other + sum(sum(layers[s]) + steady[s] * (depth[s] - cut[s]) for s in STACKS), steady
+
+    pair, layer = total(False)
+    if settings.gradient_checkpointing:  # the layers keep what checkpointing keeps; backward recomputes one at a time
+        pair = total(True)[0] + max(layer.values())
+    b = settings.batch_size
+    return int(pair * b), {s: int(v * b) for s, v in layer.items()}
+
+
+def _layers(net, stack: str, n: int) -> list:
+    """The ``n`` transformer layers of ``stack`` (the ModuleList of that length under it)."""
+    import torch
+
+    for name, module in net.named_modules():
+        if stack in name and isinstance(module, torch.nn.ModuleList) and len(module) == n:
+            return list(module)
+    return []
+
+
+def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast: bool,
+                 depths: dict[str, int], checkpointing: bool) -> tuple[int, dict[str, list[int]]]:
+    """What one pair's forward and caption loss keep for the backward pass on ``config`` cut to
+    ``depths`` layers per stack: ``(bytes outside the stacks' layers, bytes of each layer of each
+    stack)``. A layer's bytes are what autograd saves inside it plus what it returns besides its
+    hidden state that nothing saved (attention maps a recipe captures: alive until its encoder
+    returns). Parameters and buffers are not counted: they are the weights."""
+    import torch
+    from peft import get_peft_model
+    from transformers.initialization import no_init_weights
+
+    from .recipe import caption_loss_sum
+
+    cut = copy.deepcopy(config)
+    for stack, (attr, field) in STACKS.items():
+        setattr(getattr(cut, attr), field, depths[stack])
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype if dtype.is_floating_point else previous)
+    try:
+        with no_init_weights():  # allocated, never initialised (buffers are): only sizes matter here
+            model = model_class(cut)
+    finally:
+        torch.set_default_dtype(previous)
+    recipe = recipe_cls(settings, facts)
+    recipe.prepare(model)
+    net = get_peft_model(model, recipe.lora_config(model))
+    net.train()
+    if checkpointing:
+        net.gradient_checkpointing_enable()
+        net.enable_input_require_grads()
+    batch = probe_batch(recipe_cls, settings, cut, dtype, prompt_tokens(recipe, settings))
+    weights = {t.untyped_storage().data_ptr() for t in (*net.parameters(), *net.buffers())}
+    where: list = ["other"]
+    other = [0]
+    per_layer = {s: [0] * depths[s] for s in STACKS}
+    seen: set[int] = set()
+    alive = []  # every saved tensor is held until counted, so no address is reused and counted twice or lost
+
+    def pack(t):
+        storage = t.untyped_storage()
+        count(t)
+        return t
+
+    def count(t) -> None:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in weights and storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            add(storage.nbytes())
+            alive.append(t)
+
+    def add(n: int) -> None:
+        if where[-1] == "other":
+            other[0] += n
+        else:
+            per_layer[where[-1][0]][where[-1][1]] += n
+
+    def leave(module, args, output) -> None:
+        extra = output[1:] if isinstance(output, tuple) else ()
+        for t in extra:  # returned attention maps: alive while the encoder runs, whether saved or not
+            if isinstance(t, torch.Tensor):
+                count(t)
+        where.pop()
+
+    handles = []
+    for stack in STACKS:
+        for index, layer in enumerate(_layers(net, stack, depths[stack])):
+            handles.append(layer.register_forward_pre_hook(lambda *a, key=(stack, index): where.append(key)))
+            handles.append(layer.register_forward_hook(leave))
+    labels = batch.pop("labels")
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def fused_attention(q, k, v, *args, **kwargs):
+        """What a GPU's flash / memory-efficient attention keeps for its backward: q, k, v, the
+        output and a float32 log-sum-exp (the CPU's kernels for masked attention keep the whole
+        attention matrix instead)."""
+        with torch.no_grad():
+            out = sdpa(q, k, v, *args, **kwargs)
+        for t in (q, k, v, out):
+            count(t)
+        add(out[..., 0].numel() * 4)  # the log-sum-exp
+        return out.requires_grad_(q.requires_grad or k.requires_grad or v.requires_grad)
+
+    softmax = torch.nn.functional.softmax
+
+    def float32_softmax(x, dim=None, _stacklevel=3, dtype=None):
+        """CUDA's autocast computes softmax in float32 (the eager attention's probabilities); the CPU's does not."""
+        return softmax(x, dim=dim, dtype=torch.float32 if autocast and dtype is None else dtype)
+
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                mock.patch("torch.nn.functional.scaled_dot_product_attention", fused_attention), \
+                mock.patch("torch.nn.functional.softmax", float32_softmax), \
+                torch.autocast("cpu", dtype=dtype, enabled=autocast):
+            out = net(**batch)
+            caption_loss_sum(out.logits, labels)
+    finally:
+        for h in handles:
+            h.remove()
+    return other[0] + out.logits.untyped_storage().nbytes(), per_layer
+
+
+def prompt_tokens(recipe, settings) -> tuple[int, int]:
+    """``(LLM tokens, Q-Former tokens)`` of the recipe's typical prompt with its specials, by the
+    base's own tokenizers where its folder has them (no weights are read), else ~1.3 tokens a word."""
+    text = recipe.typical_prompt()
+    try:
+        from transformers import AutoProcessor
+
+        kwargs: dict[str, Any] = {"revision": settings.revision} if settings.revision else {}
+        processor = AutoProcessor.from_pretrained(settings.base_model, **kwargs)
+        llm = len(processor.tokenizer(text, add_special_tokens=True)["input_ids"])
+        qformer = getattr(processor, "qformer_tokenizer", None)
+        return llm, len(qformer(text)["input_ids"]) if qformer is not None else llm
+    except Exception:  # a folder with only config.json: no tokenizer to ask
+        guess = round(1.3 * len(text.split())) + 2
+        return guess, guess
+
+
+def probe_batch(recipe_cls, settings, config, dtype, prompt: tuple[int, int]) -> dict[str, Any]:
+    """One pair of the run's layout: the vision encoder's images, the query tokens' image slots,
+    the prompt (``prompt``: its LLM and Q-Former tokens), the caption at its longest and EOS;
+    InstructBLIP's Q-Former also reads the prompt."""
+    import torch
+
+    n_query = config.num_query_tokens
+    tokens = n_query + prompt[0] + settings.max_caption_tokens + 1
+    size = config.vision_config.image_size
+    ids = torch.full((1, tokens), 3, dtype=torch.long)
+    ids[:, :n_query] = config.image_token_index
+    labels = ids.clone()
+    labels[:, :n_query + prompt[0]] = -100
+    batch = {"pixel_values": torch.zeros(1, 3 * recipe_cls.images_per_pair, size, size, dtype=dtype), "input_ids": ids,
+             "attention_mask": torch.ones_like(ids), "labels": labels}
+    if config.model_type == "instructblip":
+        batch["qformer_input_ids"] = torch.full((1, prompt[1]), 3, dtype=torch.long)
+        batch["qformer_attention_mask"] = torch.ones(1, prompt[1], dtype=torch.long)
+    return batch

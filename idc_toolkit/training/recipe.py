@@ -134,6 +134,14 @@ class Recipe:
     def load(self, dtype):
         raise NotImplementedError
 
+    def prepare(self, model) -> None:
+        """What the recipe changes on a loaded base before LoRA wraps it (hooks, replaced forwards);
+        ``--dry-run`` measures its slices of the model with the same changes."""
+
+    def typical_prompt(self) -> str:
+        """The text prompt of a typical training pair (``--dry-run`` counts its tokens); none by default."""
+        return ""
+
     def lora_config(self, model):
         raise NotImplementedError
 
