@@ -250,17 +250,13 @@ def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(b
 
 
 def test_model_card_report_to_and_push_to_hub(bases, demo_dataset, tmp_path, monkeypatch):
-    """The kept adapter has a filled model card (no local path in it); validation CIDEr per
-    category reaches the Trainer's log (what report_to sends to TensorBoard / W&B); --push-to-hub
-    uploads the adapter folder with that card."""
+    """The kept adapter has a filled model card (Hub metadata: base_model, datasets, a model-index with
+    the validation scores; no local path in it); validation CIDEr per category reaches TensorBoard under
+    eval/ (read back from the event file); peft's AutoPeftModel loads the adapter from its folder alone;
+    --push-to-hub uploads the adapter with that card and a config naming no local path."""
     import huggingface_hub
-    from transformers import TrainerCallback
-
-    logged = []
-
-    class Capture(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            logged.append(dict(logs or {}))
+    import yaml
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     uploads = []
 
@@ -269,21 +265,40 @@ def test_model_card_report_to_and_push_to_hub(bases, demo_dataset, tmp_path, mon
             uploads.append(("create", repo))
 
         def upload_folder(self, folder_path, repo_id, **k):
-            uploads.append(("upload", repo_id, sorted(p.name for p in __import__("pathlib").Path(folder_path).iterdir())))
+            folder = __import__("pathlib").Path(folder_path)
+            uploads.append(("upload", repo_id, sorted(p.name for p in folder.iterdir()),
+                            json.loads((folder / "adapter_config.json").read_text())))
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    monkeypatch.chdir(tmp_path)  # the Trainer's TensorBoard writer resolves its log folder from here
     r = train("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), epochs=1, batch_size=8,
-              lr=2e-2, val_limit=6, device="cpu", progress=False, report_to="none", callbacks=(Capture(),),
-              push_to_hub="me/blip2idc-demo")
-    evals = [entry for entry in logged if "eval/CIDEr" in entry]
-    assert len(evals) == 1 and any(k.startswith("eval/CIDEr/") for k in evals[0])
+              lr=2e-2, val_limit=6, device="cpu", progress=False, report_to="tensorboard", push_to_hub="me/blip2idc-demo")
+    events = sorted((tmp_path / "run").rglob("events.out.tfevents.*"))
+    assert events, "no TensorBoard event file under the run folder"
+    tags = set()
+    for f in events:
+        acc = EventAccumulator(str(f))
+        acc.Reload()
+        tags |= set(acc.Tags()["scalars"])
+    assert "eval/CIDEr" in tags and any(t.startswith("eval/CIDEr/") for t in tags), sorted(tags)
+    assert not any(t.startswith("train/eval") for t in tags) and "train/loss" in tags
     card = (r.adapter / "README.md").read_text()
     assert "library_name: peft" in card and "| `variant` | `ours` |" in card and "evennou2025reframing" in card
     assert "Kept adapter: epoch 1" in card and str(tmp_path) not in card and str(bases["blip2idc"]) not in card
-    assert json.loads((r.adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == bases["blip2idc"].name
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["datasets"] == ["idc_toolkit/clevr_change"]
+    scores = {m["name"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+    kept = json.loads((tmp_path / "run" / "epochs.json").read_text())[-1]
+    assert scores["CIDEr"] == pytest.approx(kept["CIDEr"], abs=1e-4)
+    config = json.loads((r.adapter / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(bases["blip2idc"].resolve())
+    from peft import AutoPeftModel
+
+    loaded = AutoPeftModel.from_pretrained(str(r.adapter))  # the base is found where the adapter says
+    assert any("lora_A" in n for n, _ in loaded.named_parameters())
     assert uploads[0] == ("create", "me/blip2idc-demo") and uploads[1][:2] == ("upload", "me/blip2idc-demo")
     assert {"README.md", "adapter_config.json", "adapter_model.safetensors"} <= set(uploads[1][2])
-
+    assert uploads[1][3]["base_model_name_or_path"] == bases["blip2idc"].name  # the uploaded copy names no local path
 
 
 def _attention_on_mask(run, base, dataset):

@@ -17,9 +17,9 @@ def save_adapter(net, folder: Path, base_model: str) -> None:
     net.save_pretrained(str(tmp))
     cfg_path = tmp / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
-    # a Hub id as it is; a local base by its folder name only (the card names its content hash):
-    # an uploaded adapter never publishes this machine's directory layout
-    cfg["base_model_name_or_path"] = Path(base_model).resolve().name if Path(base_model).exists() else base_model
+    # a Hub id as it is; a local base by its absolute path, so peft's AutoPeftModel loads it here
+    # (--push-to-hub uploads a copy that names the Hub base or the folder name, never this path)
+    cfg["base_model_name_or_path"] = str(Path(base_model).resolve()) if Path(base_model).exists() else base_model
     write_text_atomic(cfg_path, json.dumps(cfg, indent=2))
     old = folder.with_name(f".{folder.name}.old")
     if folder.exists():

@@ -108,7 +108,7 @@ class EpochValidation(TrainerCallback):
         trainer = getattr(self, "trainer", None)
         if trainer is not None:  # TensorBoard / W&B (report_to) get the validation scores, per category too
             pending = control.should_log  # Trainer.log clears it: the step's own loss log must still happen
-            trainer.log({f"eval/{k}": v for k, v in scores.items()})
+            trainer.log({f"eval_{k}": v for k, v in scores.items()})  # the TensorBoard callback files eval_X under eval/X
             control.should_log = pending
         if state.is_world_process_zero:
             write_json_atomic(self.out / "epochs.json", self.table)

@@ -9,6 +9,7 @@ or dataset is named by its folder name and content fingerprint.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
@@ -21,21 +22,56 @@ def _name(value: Optional[str], content: Optional[str]) -> Optional[str]:
     return f"{Path(str(value)).resolve().name} (local, sha256 {content[:16] if content else 'unknown'})"
 
 
+def hub_base_of(base_model: str) -> Optional[str]:
+    """The Hub id of a base model: itself, or for a local copy the ``_name_or_path`` its
+    ``config.json`` records when that is a Hub id (a snapshot of ``Salesforce/blip2-opt-2.7b``)."""
+    from ..runs.rows import looks_like_repo_id
+
+    if not Path(str(base_model)).exists():
+        return base_model
+    try:
+        recorded = json.loads((Path(base_model) / "config.json").read_text()).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if isinstance(recorded, str) and looks_like_repo_id(recorded) and not Path(recorded).exists() else None
+
+
+def hub_dataset_of(dataset: str) -> str:
+    """The Hub id of a dataset: itself, or ``idc_toolkit/<builder>`` for a local ``idc-build`` folder."""
+    if not Path(str(dataset)).exists():
+        return str(dataset)
+    from ..cards import dataset_facts
+
+    return f"idc_toolkit/{dataset_facts(dataset).builder}"
+
+
+def card_data(recipe_cls, settings, dataset: str, kept: Optional[dict[str, Any]]):
+    """The card's Hub metadata: ``base_model``, ``datasets`` and a ``model-index`` with the kept
+    adapter's validation scores (what the Hub indexes and shows)."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    data_id = hub_dataset_of(dataset)
+    results = [EvalResult(task_type="image-to-text", task_name="image difference captioning", dataset_type=data_id,
+                          dataset_name=data_id.split("/")[-1], dataset_split=settings.val_split, metric_type=k.lower(),
+                          metric_name=k, metric_value=round(float(v), 4))
+               for k, v in (kept or {}).items() if isinstance(v, float) and "/" not in k]
+    return ModelCardData(library_name="peft", base_model=hub_base_of(settings.base_model), datasets=[data_id],
+                         model_name=f"{recipe_cls.name}-lora" if results else None, eval_results=results or None,
+                         tags=["image-difference-captioning", "change-captioning", "idc-toolkit", "lora", recipe_cls.name])
+
+
 def adapter_card(recipe_cls, settings, fields: dict[str, Any], dataset: str, table: list[dict[str, Any]]) -> str:
-    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub import ModelCard
 
     from ..cards import citations
     from .callbacks import epochs_markdown
 
     base = _name(settings.base_model, fields.get("base_model_content"))
     data_name = _name(dataset, fields.get("dataset_content"))
-    local_base = Path(str(settings.base_model)).exists()
-    data = ModelCardData(library_name="peft", base_model=None if local_base else settings.base_model,
-                         datasets=None if Path(str(dataset)).exists() else [str(dataset)],
-                         tags=["image-difference-captioning", "change-captioning", "idc-toolkit", "lora", recipe_cls.name])
     shown = {k: v for k, v in asdict(settings).items() if k not in ("base_model",)}
     rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in shown.items())
     kept = next((r for r in reversed(table) if r.get("kept")), None)
+    data = card_data(recipe_cls, settings, dataset, kept)
     best = ""
     if kept:
         best = "\n".join(f"| {k} | {v:.2f} |" for k, v in kept.items() if isinstance(v, float))
@@ -52,7 +88,9 @@ def adapter_card(recipe_cls, settings, fields: dict[str, Any], dataset: str, tab
   `{(fields.get('dataset_content') or '')[:16]}`
 - recipe variant: `{settings.variant}` — {settings.defaults_source}
 
-Load it with `idc-eval --model {recipe_cls.name} --base-model <base> --adapter <this repo or folder>`.
+Load it with `idc-eval --model {recipe_cls.name} --base-model <base> --adapter <this repo or folder>`, or with peft:
+`peft.AutoPeftModel.from_pretrained(<this folder>)` where `adapter_config.json`'s `base_model_name_or_path`
+names a base that loads (a local base is recorded as its path; an uploaded copy names the Hub base, else the folder name).
 
 ## Validation
 
@@ -79,12 +117,23 @@ def push_adapter(folder: Path, repo: str, private: bool = False) -> str:
 
     from ..errors import IDCError
 
+    import shutil
+    import tempfile
+
     api = HfApi()
-    try:
-        api.create_repo(repo, repo_type="model", exist_ok=True, private=private)
-        info = api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="model",
-                                 commit_message="idc-train: adapter and model card")
-    except Exception as exc:  # network and Hub errors come in many types
-        raise IDCError(f"--push-to-hub {repo}: upload failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); the "
-                       f"adapter is in {folder}") from None
+    with tempfile.TemporaryDirectory() as tmp:  # the uploaded copy names no path of this machine
+        staged = Path(tmp) / "adapter"
+        shutil.copytree(folder, staged)
+        config = json.loads((staged / "adapter_config.json").read_text())
+        base = config.get("base_model_name_or_path")
+        if base and Path(str(base)).is_absolute():
+            config["base_model_name_or_path"] = hub_base_of(base) or Path(base).name
+            (staged / "adapter_config.json").write_text(json.dumps(config, indent=2))
+        try:
+            api.create_repo(repo, repo_type="model", exist_ok=True, private=private)
+            info = api.upload_folder(folder_path=str(staged), repo_id=repo, repo_type="model",
+                                     commit_message="idc-train: adapter and model card")
+        except Exception as exc:  # network and Hub errors come in many types
+            raise IDCError(f"--push-to-hub {repo}: upload failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); the "
+                           f"adapter is in {folder}") from None
     return str(getattr(info, "commit_url", repo))
