@@ -48,6 +48,8 @@ def main() -> None:
         for name, base, adapter in configs:
             runner = get_runner_class(name)(base, adapter, device, "auto", DatasetFacts(builder="clevr_change", pair_style="scene"),
                                             max_new_tokens=args.max_new_tokens)
+            # every pair generates the same number of tokens: random weights would stop at once
+            runner.model.generation_config.min_new_tokens = runner.inputs.max_new_tokens
             runner.generate(rows[: args.batch_size])  # warm-up
             t = time.perf_counter()
             for k in range(0, len(rows), args.batch_size):

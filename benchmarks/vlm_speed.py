@@ -3,7 +3,9 @@ LLaVA-OneVision and Idefics3 checkpoints on CPU (each architecture in a fresh pr
 RSS is its own), batch 1 and 8, 32 pairs of 64x48 images, 12 new tokens.
 
 On a GPU (``--device cuda``) pass ``--real-size`` to build a randomly initialised Qwen2-VL-2B
-configuration instead (bf16, batch 1/8/32; peak from ``torch.cuda.max_memory_allocated``).
+configuration instead (its published layout, ``idc_toolkit.models.layouts``; bf16, batch 1/8/32;
+peak from ``torch.cuda.max_memory_allocated``). Every run generates exactly its new tokens
+(``min_new_tokens``), so throughput is defined on random weights too.
 
     python benchmarks/vlm_speed.py [--device cpu] [--real-size]
 """
@@ -32,11 +34,13 @@ def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: in
     if real_size:
         from transformers import AutoConfig, Qwen2VLForConditionalGeneration
 
+        from idc_toolkit.models.layouts import real_config
         from idc_toolkit.models.tiny_vlm import save_tiny_vlm
 
         save_tiny_vlm("qwen2_vl", folder)  # the processor; the weights below replace the tiny ones
         tiny = AutoConfig.from_pretrained(folder)
-        config = AutoConfig.for_model("qwen2_vl")  # Qwen2-VL-2B's default sizes, our tokenizer's special ids
+        # Qwen2-VL-2B's published sizes (AutoConfig.for_model("qwen2_vl") is the 72B), our tokenizer's special ids
+        config = real_config("Qwen/Qwen2-VL-2B-Instruct")
         for name in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
             setattr(config, name, getattr(tiny, name))
         for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
@@ -47,6 +51,7 @@ def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: in
 
         save_tiny_vlm(arch, folder)
     runner = VlmRunner(str(folder), None, device, "auto", DatasetFacts(pair_style="scene"), max_new_tokens=12)
+    runner.model.generation_config.min_new_tokens = 12  # a fixed token count: random weights stop at once otherwise
     rng = np.random.default_rng(0)
     rows = [{"pair_id": str(k), "before": Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)),
              "after": Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))} for k in range(pairs)]

@@ -1,15 +1,20 @@
 """The lmms-eval task pack, loaded by lmms-eval's own TaskManager and evaluated by its own
 ``simple_evaluate``: its aggregated numbers equal ``idc-eval --predictions`` on the same captions.
 
-lmms-eval's model step is a fixed-output model here (its ``lmms`` base class): lmms-eval's own
-Qwen2-VL class imports ``decord`` (a video library) before loading anything, and no weights can be
-downloaded for its other classes. The fixed model still checks what lmms-eval hands a model: the
-two images, before then after, and the prompt ``idc-eval --model vlm`` uses."""
+The exact comparison uses a fixed-output model (lmms-eval's ``lmms`` base class) that also checks
+what lmms-eval hands a model: the two images, before then after, and the prompt ``idc-eval --model
+vlm`` uses. The README's ``lmms-eval`` line itself runs through the harness's command line on a tiny
+local Qwen2-VL (its ``qwen2_vl`` class; ``decord`` comes with the ``[lmms]`` extra)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+from idc_toolkit.evaluators.lmms_tasks import METRICS, metric_name
 
 pytestmark = pytest.mark.java
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is not installed (the [lmms] extra)")
@@ -116,3 +121,34 @@ def test_hostile_category_names_stay_data_in_the_pack(tmp_path):
     for entry in config["metric_list"]:
         assert callable(entry["aggregation"]) and entry["aggregation"].__module__ == lmms_tasks.MODULE
     assert yaml.safe_load(text.replace("!function", "")) is not None  # plain YAML too, not just lmms-eval's loader
+
+
+def test_the_readme_lmms_eval_line_runs_with_the_harness_cli(demo_dataset, tiny_models, tmp_path):
+    """The README's ``lmms-eval --model qwen2_vl ...`` line, run by lmms-eval's own command line on a
+    tiny local Qwen2-VL (``pretrained=`` a folder, on the CPU): every test pair is captioned and every
+    group's metrics are reported. lmms-eval exits 0 even when it fails, so the results file decides."""
+    import glob
+    import shutil
+    import subprocess
+    import sys
+
+    from idc_toolkit.cli.eval import main
+
+    pack = tmp_path / "pack"
+    assert main(["lmms-tasks", "--dataset", f"clevr_change={demo_dataset}", "--out", str(pack)]) == 0
+    cli = shutil.which("lmms-eval", path=str(Path(sys.executable).parent))
+    assert cli, "the [lmms] extra installs the lmms-eval command"
+    cmd = [cli, "--model", "qwen2_vl", "--model_args", f"pretrained={tiny_models('qwen2_vl')},device_map=cpu", "--device", "cpu",
+           "--tasks", "idc_clevr_change", "--include_path", str(pack), "--log_samples", "--output_path", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    results = glob.glob(str(tmp_path / "out" / "*" / "*_results.json"))
+    assert proc.returncode == 0 and results, proc.stderr[-3000:]
+    scores = json.loads(Path(results[0]).read_text())["results"]["idc_clevr_change"]
+    for group in ("overall", "change_only", "move", "distractor"):
+        for metric in METRICS:
+            assert isinstance(scores[f"{metric_name(metric, group)},none"], float), (group, metric)
+    samples = glob.glob(str(tmp_path / "out" / "*" / "*_samples_idc_clevr_change.jsonl"))
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+
+    n_test = len(load_references_dataset(str(demo_dataset), "test").captions)
+    assert len(Path(samples[0]).read_text().splitlines()) == n_test
