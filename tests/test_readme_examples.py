@@ -141,8 +141,8 @@ def workdir(demo_dataset, tiny_models, tmp_path_factory):
         return Blip2ForConditionalGeneration.from_pretrained(values["blip2"])
 
     # as released: its config names the paper's Hub base, so applying it to the tiny copy warns (asserted below)
-    tiny.save_lora_adapter(blip2(), work / RELEASED_ADAPTER, tiny.blip2idc_targets(2), old_format=True)
-    tiny.save_lora_adapter(blip2(), work / "blip2idc_lora", tiny.blip2idc_targets(2), seed=1, base_name=values["blip2"])
+    tiny.save_lora_adapter(blip2(), work / RELEASED_ADAPTER, tiny.blip2idc_targets(12), old_format=True)
+    tiny.save_lora_adapter(blip2(), work / "blip2idc_lora", tiny.blip2idc_targets(12), seed=1, base_name=values["blip2"])
     iblip = InstructBlipForConditionalGeneration.from_pretrained(values["iblip"])
     tiny.save_lora_adapter(iblip, work / "davir_lora", tiny.davir_targets(), base_name=values["iblip"])
     _write_prediction_files(work, demo_dataset)
