@@ -190,13 +190,11 @@ def render_build_body(builder: "PairBuilder", features: "Features", summaries: d
     )
     names = features["category"].names if "category" in features else None
     if names:
-        header = "| category | " + " | ".join(summaries) + " |"
-        rule = "| --- |" + " --- |" * len(summaries)
-        rows = [
-            f"| {n} | " + " | ".join(str(report.category_counts.get(s, {}).get(n, 0)) for s in summaries) + " |"
-            for n in names
-        ]
-        category_section = "## Categories\n\n" + builder.card.category_note + "\n\n" + "\n".join([header, rule, *rows])
+        from idc_toolkit.escape import markdown_table
+
+        rows = [[n, *(report.category_counts.get(s, {}).get(n, 0) for s in summaries)] for n in names]
+        lines = markdown_table(["category", *summaries], rows, ["---"] * (len(summaries) + 1))
+        category_section = "## Categories\n\n" + builder.card.category_note + "\n\n" + "\n".join(lines)
     else:
         category_section = "## Categories\n\nThe release has no change category, so the `category` column is absent."
     counts = report.to_dict()["counts"]

@@ -68,15 +68,14 @@ class RunLabel:
 
 
 def _tables(header: list[str], rows: list[list[str]], caption: str, label: RunLabel, layout: str) -> tuple[str, str]:
+    from idc_toolkit.escape import latex, markdown_table
+
     caption = f"{caption} {label.caveat}".strip()
-    md = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
-    md += ["", caption]
-    esc = [h.replace("_", r"\_") for h in header]
+    md = markdown_table(header, rows) + ["", caption]
     tex = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
-           " & ".join(esc) + r" \\", r"\midrule"]
-    tex += [" & ".join("--" if c == "n/a" else c.replace("_", r"\_") for c in r) + r" \\" for r in rows]
-    tex += [r"\bottomrule", r"\end{tabular}", r"\caption{" + caption.replace("_", r"\_") + "}",
+           " & ".join(latex(h) for h in header) + r" \\", r"\midrule"]
+    tex += [" & ".join("--" if c == "n/a" else latex(c) for c in r) + r" \\" for r in rows]
+    tex += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex(caption) + "}",
             r"\label{tab:idc-" + layout + "}", r"\end{table}"]
     return "\n".join(md) + "\n", "\n".join(tex) + "\n"
 

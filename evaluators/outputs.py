@@ -81,9 +81,9 @@ def metrics_dict(result: ScoreResult, meta: dict[str, Any], warnings: list[str])
 
 def markdown_table(result: ScoreResult) -> str:
     """The papers' table: every metric x100 (CIDEr too), one row per group."""
+    from idc_toolkit.escape import markdown_table as table
+
     metrics = [m for m in result.metrics]
-    header = "| group | n | " + " | ".join(metrics) + " |"
-    rule = "| --- | ---: |" + " ---: |" * len(metrics)
     rows = []
     for name, g in result.groups.items():
         cells = []
@@ -94,8 +94,8 @@ def markdown_table(result: ScoreResult) -> str:
             if ci is not None and v is not None:
                 cell += f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
             cells.append(cell)
-        rows.append(f"| {name} | {g.n} | " + " | ".join(cells) + " |")
-    return "\n".join([header, rule, *rows])
+        rows.append([name, g.n, *cells])
+    return "\n".join(table(["group", "n", *metrics], rows, ["---", "---:", *["---:"] * len(metrics)]))
 
 
 def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],

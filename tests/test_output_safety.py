@@ -431,3 +431,41 @@ def test_two_runs_sharing_an_object_store_out_keep_each_others_files(tmp_path, m
     assert store.entries() == [".idc_run", "preds.txt"]
     evaluation()
     assert store.entries() == [".idc_run", "metrics.json", "preds.txt"] and store.read_text("metrics.json") == "scores"
+
+
+HOSTILE_NAMES = ["a | b", "line\nbreak", r"\input{/etc/passwd}", r"50% & $x_1^{2}$ #~", "</script><script>alert(1)</script>",
+                 "{{ jinja }}", "plain"]
+
+
+def test_hostile_category_names_stay_data_in_every_table(tmp_path):
+    """Category names are data in metrics.md, the layouts' Markdown and LaTeX and by_category.csv:
+    Markdown rows keep their column count, LaTeX prints every special character (nothing runs:
+    no unescaped backslash, brace, ``&`` or ``%`` from a name), the CSV reads back the names intact."""
+    import csv
+    import re
+
+    from idc_toolkit.escape import latex
+    from idc_toolkit.evaluators.scoring import evaluate
+
+    refs = {"annotations": [{"image_id": f"p{i}", "caption": c} for i in range(len(HOSTILE_NAMES) * 2)
+                            for c in ("the red cube moved", "a red cube was moved")]}
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    cats = {f"p{i}": HOSTILE_NAMES[i % len(HOSTILE_NAMES)] for i in range(len(HOSTILE_NAMES) * 2)}
+    (tmp_path / "cats.json").write_text(json.dumps(cats))
+    preds = {f"p{i}": "the red cube moved" if i % 2 else "a blue sphere" for i in range(len(HOSTILE_NAMES) * 2)}
+    evaluate(preds, references=str(tmp_path / "refs.json"), categories=str(tmp_path / "cats.json"), metrics=["BLEU"],
+             out=tmp_path / "out", layouts=["all"])
+    out = tmp_path / "out"
+    for md in [out / "metrics.md", *out.glob("layout_*.md")]:
+        rows = [line for line in md.read_text().splitlines() if line.startswith("|")]
+        widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
+        assert len(widths) == 1, (md.name, rows)
+    for tex in out.glob("layout_*.tex"):
+        body = tex.read_text()
+        for name in HOSTILE_NAMES:
+            if name in body:  # a name that needs no escaping appears as it is
+                assert latex(name) == name
+        assert r"\input{" not in body and "$x_1" not in body and "50% " not in body
+    with open(out / "by_category.csv", newline="") as fh:
+        names = {row["name"] for row in csv.DictReader(fh)}
+    assert set(HOSTILE_NAMES) <= names

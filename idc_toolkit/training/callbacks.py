@@ -120,11 +120,12 @@ class EpochValidation(TrainerCallback):
 
 def epochs_markdown(table: list[dict[str, Any]]) -> str:
     """The per-epoch table; CIDEr ×100 as in ``metrics.md``."""
+    from ..escape import markdown_table
+
     cols = list(dict.fromkeys(k for r in table for k in r))
-    lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    lines += ["| " + " | ".join("" if r.get(c) is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]))
-                                for c in cols) + " |" for r in table]
-    return "\n".join(lines) + "\n\nCIDEr x100 (validation, the toolkit's scorer).\n"
+    rows = [["" if r.get(c) is None else (f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c])) for c in cols]
+            for r in table]
+    return "\n".join(markdown_table(cols, rows, ["---"] * len(cols))) + "\n\nCIDEr x100 (validation, the toolkit's scorer).\n"
 
 
 class StepLog(TrainerCallback):
