@@ -199,6 +199,14 @@ def write_task_pack(out: Path | str, datasets: Optional[dict[str, str]] = None, 
         if task not in TASKS:
             raise IDCError(f"--dataset {key}=...: no such task; tasks: {', '.join(TASKS)}")
         chosen[task] = str(Path(path).resolve()) if Path(path).is_dir() else path
+    from idc_toolkit.runs.rows import check_against_card, local_split_files
+
+    for dataset in chosen.values():  # a local folder is checked against its card before a pack names it
+        files = local_split_files(dataset, split)
+        if Path(dataset).is_dir() and not files:
+            raise IDCError(f"{dataset}: no {split!r} split (data/{split}-*.parquet) for the task to read")
+        if files:
+            check_against_card(dataset, split, files)
     texts = {}
     for task, builder in TASKS.items():
         dataset = chosen.get(task, f"idc_toolkit/{builder}")

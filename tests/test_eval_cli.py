@@ -172,6 +172,7 @@ def test_a_folder_edited_after_it_was_written_is_refused_before_scoring(demo_dat
     assert main(["--predictions", str(preds), "--dataset", str(edited), "--out", str(tmp_path / "e")]) == 1
     err = capsys.readouterr().err
     assert "changed after it was written" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "e").exists()
+    assert "column 'captions' holds string but its card (README.md dataset_info) declares list" in err
     (edited / "README.md").unlink()  # no card to check against: the cell itself is refused
     with pytest.raises(EvaluationError, match=r"'captions' is a str, not a list of strings"):
         load_references_dataset(str(edited), "test")
@@ -179,3 +180,16 @@ def test_a_folder_edited_after_it_was_written_is_refused_before_scoring(demo_dat
         pq.write_table(table.slice(0, 0), each)
     with pytest.raises(EvaluationError, match=r"split 'test' is empty \(0 rows\)"):
         load_references_dataset(str(edited), "test")
+
+
+def test_lmms_tasks_checks_a_local_folder_against_its_card(demo_dataset, tmp_path, capsys):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    edited = tmp_path / "edited"
+    shutil.copytree(demo_dataset, edited)
+    shard = sorted((edited / "data").glob("test-*.parquet"))[0]
+    pq.write_table(pq.read_table(shard).slice(1), shard)  # one pair fewer than the card says
+    assert main(["lmms-tasks", "--dataset", f"clevr_change={edited}", "--out", str(tmp_path / "pack")]) == 1
+    assert "changed after it was written" in capsys.readouterr().err and not (tmp_path / "pack").exists()

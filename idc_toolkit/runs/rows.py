@@ -301,6 +301,13 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
         raise RunError(f"{where} has columns that its card (README.md dataset_info) does not list"
                        f"{' (' + ', '.join(extra) + ')' if extra else ''}{' and lacks ' + ', '.join(missing) if missing else ''}; "
                        "the folder was changed after it was written")
+    declared = {f.get("name"): f for f in info.get("features") or [] if isinstance(f, dict)}
+    schema = pq.ParquetFile(files[0]).schema_arrow
+    for name, feature in declared.items():
+        kind = _declared_kind(feature)
+        if kind and name in schema.names and _arrow_kind(schema.field(name).type) != kind:
+            raise RunError(f"{where}: column {name!r} holds {schema.field(name).type} but its card (README.md dataset_info) "
+                           f"declares {kind}; the folder was changed after it was written")
     if isinstance(counts.get(split), int) and counts[split] != n:
         raise RunError(f"{where} holds {n} rows but its card (README.md dataset_info) says {counts[split]}; "
                        "the folder was changed after it was written")
@@ -312,6 +319,38 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
         if recorded.get(split) != found:
             raise RunError(f"{where} are not the files its card (README.md configs description: "
                            f"{split}={recorded.get(split)}) was written for ({found}); the folder was changed after it was written")
+
+
+def _declared_kind(feature: dict) -> Optional[str]:
+    """The kind of column a card's feature declares (``list``, ``string``, ``number``, ``image``),
+    read with PyYAML's view of ``dataset_info`` alone (no ``datasets`` import on the scoring path);
+    ``None`` for a declaration this check does not know."""
+    if "list" in feature or "sequence" in feature:
+        return "list"
+    dtype = feature.get("dtype")
+    if isinstance(dtype, dict) and "class_label" in dtype:
+        return "number"
+    if dtype == "image":
+        return "image"
+    if dtype in ("string", "large_string"):
+        return "string"
+    if isinstance(dtype, str) and dtype.startswith(("int", "uint", "float", "bool")):
+        return "number"
+    return None
+
+
+def _arrow_kind(arrow_type) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        return "list"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type):
+        return "number"
+    if pa.types.is_struct(arrow_type) and {f.name for f in arrow_type} >= {"bytes", "path"}:
+        return "image"
+    return str(arrow_type)
 
 
 def open_split(dataset: str | Path, split: str, progress: bool = False) -> tuple[RowSource, Any, str]:
