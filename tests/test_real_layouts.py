@@ -118,8 +118,35 @@ def test_dry_run_on_the_real_layout(model, name, tmp_path, demo_dataset, davir_d
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("name", [n for n, (cls, _) in LAYOUTS.items() if not cls.startswith(("Blip2", "InstructBlip"))])
+def test_the_vlm_runner_loads_every_published_vlm_through_its_auto_class(name):
+    """``idc-eval --model vlm`` loads a base with AutoModelForImageTextToText: every VLM layout maps to
+    its own class there, with its image token and vision tower."""
+    from transformers import AutoModelForImageTextToText
+
+    config = real_config(name)
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config)
+    assert type(model).__name__ == LAYOUTS[name][0]
+    token = getattr(config, "image_token_id", None) or getattr(config, "image_token_index", None)
+    assert token is not None and token < config.get_text_config().vocab_size
+
+
+@pytest.mark.parametrize("model,name", [("blip2idc", "Salesforce/blip2-flan-t5-xl"), ("davir", "Salesforce/instructblip-flan-t5-xl")])
+def test_training_refuses_an_encoder_decoder_base_in_one_line(model, name, tmp_path, demo_dataset, davir_dataset):
+    from idc_toolkit.training import train
+
+    base = tmp_path / "base"
+    real_config(name).save_pretrained(base)
+    with pytest.raises(IDCError, match="has a t5 \\(encoder-decoder\\) language model"):
+        train(model, str(davir_dataset if model == "davir" else demo_dataset), tmp_path / "out", base_model=str(base),
+              val_split=None, device="cpu", progress=False, report_to="none", dry_run=True)
+
+
 @pytest.mark.parametrize("tiny,real", [("blip2", "Salesforce/blip2-opt-2.7b"), ("iblip", "Salesforce/instructblip-vicuna-7b"),
-                                       ("qwen2_vl", "Qwen/Qwen2-VL-2B-Instruct")])
+                                       ("qwen2_vl", "Qwen/Qwen2-VL-2B-Instruct"),
+                                       ("llava_onevision", "llava-hf/llava-onevision-qwen2-0.5b-ov-hf"),
+                                       ("idefics3", "HuggingFaceM4/Idefics3-8B-Llama3")])
 def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
     from transformers import AutoConfig
 

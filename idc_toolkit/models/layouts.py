@@ -41,6 +41,38 @@ def _qwen2_vl(hidden: int, inter: int, layers: int, heads: int, kv: int, vocab: 
             "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652, "tie_word_embeddings": tied}
 
 
+def _t5_xl() -> dict[str, Any]:
+    return {"model_type": "t5", "vocab_size": 32128, "d_model": 2048, "d_ff": 5120, "d_kv": 64, "num_layers": 24,
+            "num_decoder_layers": 24, "num_heads": 32, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
+            "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1}
+
+
+def _qwen2_5_vl(hidden: int, inter: int, layers: int, heads: int, kv: int, vocab: int, tied: bool) -> dict[str, Any]:
+    return {"config": "Qwen2_5_VLConfig",
+            "text": {"hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers, "num_attention_heads": heads,
+                     "num_key_value_heads": kv, "vocab_size": vocab, "max_position_embeddings": 128000,
+                     "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
+            "vision": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "out_hidden_size": hidden,
+                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
+                       "fullatt_block_indexes": [7, 15, 23, 31]},
+            "top": {"image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+                    "tie_word_embeddings": tied}}
+
+
+def _siglip_so400m(layers: int, size: int) -> dict[str, Any]:
+    return {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": layers,
+            "num_attention_heads": 16, "image_size": size, "patch_size": 14}
+
+
+def _llava_onevision(hidden: int, inter: int, layers: int, heads: int, kv: int, vocab: int, tied: bool) -> dict[str, Any]:
+    return {"config": "LlavaOnevisionConfig",
+            "text": {"model_type": "qwen2", "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
+                     "num_attention_heads": heads, "num_key_value_heads": kv, "vocab_size": vocab, "tie_word_embeddings": tied},
+            "vision": _siglip_so400m(26, 384),
+            "top": {"image_token_index": 151646, "video_token_index": 151647, "vision_feature_layer": -1,
+                    "vision_feature_select_strategy": "full", "tie_word_embeddings": tied}}
+
+
 #: checkpoint -> (model class, published structural values)
 LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     "Salesforce/blip2-opt-2.7b": ("Blip2ForConditionalGeneration", {
@@ -55,18 +87,41 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     "Salesforce/instructblip-vicuna-13b": ("InstructBlipForConditionalGeneration", {
         "vision": _VIT_G, "qformer": {**_QFORMER, "vocab_size": 30523, "max_position_embeddings": 512},
         "text": _llama(5120, 13824, 40, 40), "num_query_tokens": 32, "image_token_index": 32000}),
+    "Salesforce/blip2-flan-t5-xl": ("Blip2ForConditionalGeneration", {
+        "vision": _VIT_G, "qformer": {**_QFORMER, "vocab_size": 30522}, "text": _t5_xl(),
+        "num_query_tokens": 32, "image_token_index": 32100}),
+    "Salesforce/instructblip-flan-t5-xl": ("InstructBlipForConditionalGeneration", {
+        "vision": _VIT_G, "qformer": {**_QFORMER, "vocab_size": 30523, "max_position_embeddings": 512}, "text": _t5_xl(),
+        "num_query_tokens": 32, "image_token_index": 32100}),
     "Qwen/Qwen2-VL-2B-Instruct": ("Qwen2VLForConditionalGeneration", _qwen2_vl(1536, 8960, 28, 12, 2, 151936, True)),
     "Qwen/Qwen2-VL-7B-Instruct": ("Qwen2VLForConditionalGeneration", _qwen2_vl(3584, 18944, 28, 28, 4, 152064, False)),
+    "Qwen/Qwen2.5-VL-3B-Instruct": ("Qwen2_5_VLForConditionalGeneration",
+                                    _qwen2_5_vl(2048, 11008, 36, 16, 2, 151936, True)),
+    "Qwen/Qwen2.5-VL-7B-Instruct": ("Qwen2_5_VLForConditionalGeneration",
+                                    _qwen2_5_vl(3584, 18944, 28, 28, 4, 152064, False)),
+    "llava-hf/llava-onevision-qwen2-0.5b-ov-hf": ("LlavaOnevisionForConditionalGeneration",
+                                                  _llava_onevision(896, 4864, 24, 14, 2, 152000, True)),
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": ("LlavaOnevisionForConditionalGeneration",
+                                                _llava_onevision(3584, 18944, 28, 28, 4, 152128, False)),
+    "HuggingFaceM4/Idefics3-8B-Llama3": ("Idefics3ForConditionalGeneration", {
+        "config": "Idefics3Config",
+        "text": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128259, "tie_word_embeddings": False},
+        "vision": {**_siglip_so400m(27, 364), "model_type": "idefics3_vision"},
+        "top": {"scale_factor": 2, "image_token_id": 128257, "tie_word_embeddings": False}}),
 }
 
 #: the fields a tiny test model must keep from its real model (everything else may shrink)
 STRUCTURE = {
-    "Blip2ForConditionalGeneration": ("qformer_config.cross_attention_frequency", "vision_config.qkv_bias",
-                                      "text_config.model_type"),
-    "InstructBlipForConditionalGeneration": ("qformer_config.cross_attention_frequency", "vision_config.qkv_bias",
-                                             "text_config.model_type"),
+    "Blip2ForConditionalGeneration": ("qformer_config.cross_attention_frequency", "num_query_tokens",
+                                      "vision_config.patch_size", "vision_config.qkv_bias", "text_config.model_type"),
+    "InstructBlipForConditionalGeneration": ("qformer_config.cross_attention_frequency", "num_query_tokens",
+                                             "vision_config.patch_size", "vision_config.qkv_bias", "text_config.model_type"),
     "Qwen2VLForConditionalGeneration": ("vision_config.patch_size", "vision_config.spatial_merge_size",
                                         "vision_config.temporal_patch_size", "tie_word_embeddings"),
+    "LlavaOnevisionForConditionalGeneration": ("vision_feature_layer", "vision_feature_select_strategy",
+                                               "vision_config.patch_size"),
+    "Idefics3ForConditionalGeneration": ("scale_factor", "vision_config.patch_size"),
 }
 
 
@@ -79,6 +134,10 @@ def real_config(name: str):
 
         raise IDCError(f"no published layout for {name!r}; known: {', '.join(LAYOUTS)}")
     model_class, v = LAYOUTS[name]
+    if "config" in v:  # a VLM: its configuration class with text and vision parts
+        layers = v["text"]["num_hidden_layers"]
+        text = {**v["text"], "layer_types": ["full_attention"] * layers} if "model_type" not in v["text"] else v["text"]
+        return getattr(transformers, v["config"])(text_config=text, vision_config=v["vision"], **v["top"])
     if model_class == "Qwen2VLForConditionalGeneration":
         text = {**v["text"], "layer_types": ["full_attention"] * v["text"]["num_hidden_layers"]}
         return transformers.Qwen2VLConfig(text_config=text, vision_config=v["vision"], image_token_id=v["image_token_id"],
@@ -116,4 +175,5 @@ def structure_of(config) -> dict[str, Any]:
 
 def _class_of(config) -> str:
     return {"blip-2": "Blip2ForConditionalGeneration", "instructblip": "InstructBlipForConditionalGeneration",
-            "qwen2_vl": "Qwen2VLForConditionalGeneration"}[config.model_type]
+            "qwen2_vl": "Qwen2VLForConditionalGeneration", "llava_onevision": "LlavaOnevisionForConditionalGeneration",
+            "idefics3": "Idefics3ForConditionalGeneration"}[config.model_type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-IMAGE_SIZE = 32
+IMAGE_SIZE = 56  #: with the real patch of 14: a 4 x 4 grid (the real 224 px make 16 x 16)
 
 
 def byte_level_tokenizer(specials: list[str], extra: tuple[str, ...] = (), **settings):
@@ -64,17 +64,17 @@ def save_tiny_blip2(folder: Path | str, seed: int = 0, dropout: float = 0.1) -> 
 
     tok = tiny_tokenizer()
     proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}), tokenizer=tok,
-                          num_query_tokens=4)
+                          num_query_tokens=32)
     cfg = Blip2Config(
         vision_config=Blip2VisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                        image_size=IMAGE_SIZE, patch_size=8).to_dict(),
+                                        image_size=IMAGE_SIZE, patch_size=14).to_dict(),
         qformer_config=Blip2QFormerConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                                           encoder_hidden_size=32, cross_attention_frequency=2, hidden_dropout_prob=dropout,
                                           attention_probs_dropout_prob=dropout).to_dict(),
         text_config=OPTConfig(vocab_size=len(tok) + 4, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
                               word_embed_proj_dim=32, bos_token_id=2, eos_token_id=2, pad_token_id=1,
                               dropout=dropout).to_dict(),
-        num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
+        num_query_tokens=32, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
     return _save_seeded(Blip2ForConditionalGeneration, cfg, proc, folder, seed)
 
@@ -130,17 +130,17 @@ def save_tiny_instructblip(folder: Path | str, seed: int = 0, padding_side: str 
              "entity", ":", ",", "."] + list("abcdefghijklmnopqrstuvwxyz")
     qtok = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(words))})
     proc = InstructBlipProcessor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-                                 tokenizer=tok, qformer_tokenizer=qtok, num_query_tokens=4)
+                                 tokenizer=tok, qformer_tokenizer=qtok, num_query_tokens=32)
     cfg = InstructBlipConfig(
         vision_config=InstructBlipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                               image_size=IMAGE_SIZE, patch_size=8).to_dict(),
+                                               image_size=IMAGE_SIZE, patch_size=14).to_dict(),
         qformer_config=InstructBlipQFormerConfig(vocab_size=len(qtok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                                  intermediate_size=64, encoder_hidden_size=32, max_position_embeddings=64,
                                                  cross_attention_frequency=2).to_dict(),
         text_config=LlamaConfig(vocab_size=len(tok) + 4, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                 num_attention_heads=4, num_key_value_heads=2, bos_token_id=tok.bos_token_id,
                                 eos_token_id=tok.eos_token_id, pad_token_id=None).to_dict(),
-        num_query_tokens=4, image_token_index=tok.convert_tokens_to_ids("<image>"),
+        num_query_tokens=32, image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
     return _save_seeded(InstructBlipForConditionalGeneration, cfg, proc, folder, seed)
 

@@ -65,15 +65,15 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
     elif architecture == "llava_onevision":
         tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], ["<image>", "<video>"],
                               eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>", add_bos_token=False)
-        size = 32
+        size = 56  # with the real patch of 14 (SigLIP): a 4 x 4 grid
         processor = tf.LlavaOnevisionProcessor(
             image_processor=tf.LlavaOnevisionImageProcessor(size={"height": size, "width": size}, crop_size={"height": size, "width": size},
                                                             image_grid_pinpoints=[[size, size], [size, 2 * size], [2 * size, size]]),
-            tokenizer=tok, video_processor=tf.LlavaOnevisionVideoProcessor(), num_image_tokens=(size // 8) ** 2,
+            tokenizer=tok, video_processor=tf.LlavaOnevisionVideoProcessor(), num_image_tokens=(size // 14) ** 2,
             vision_feature_select_strategy="full", chat_template=LLAVA_ONEVISION_TEMPLATE)
         config = tf.LlavaOnevisionConfig(
             vision_config={"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                           "num_attention_heads": 4, "image_size": size, "patch_size": 8},
+                           "num_attention_heads": 4, "image_size": size, "patch_size": 14},
             text_config=_text_config(tok, "qwen2"), image_token_index=tok.convert_tokens_to_ids("<image>"),
             video_token_index=tok.convert_tokens_to_ids("<video>"), vision_feature_select_strategy="full", vision_feature_layer=-1,
             image_grid_pinpoints=[[size, size], [size, 2 * size], [2 * size, size]])
@@ -84,12 +84,12 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
                               bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>", unk_token="<unk>",
                                    add_bos_token=False)
         processor = tf.Idefics3Processor(
-            image_processor=tf.Idefics3ImageProcessor(size={"longest_edge": 32}, max_image_size={"longest_edge": 32},
+            image_processor=tf.Idefics3ImageProcessor(size={"longest_edge": 56}, max_image_size={"longest_edge": 56},
                                                       do_image_splitting=False),
             tokenizer=tok, image_seq_len=4, chat_template=IDEFICS3_TEMPLATE)
         config = tf.Idefics3Config(
             vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
-                           "image_size": 32, "patch_size": 8},
+                           "image_size": 56, "patch_size": 14},  # the real patch (SigLIP): a 4 x 4 grid
             text_config=_text_config(tok, "llama"), scale_factor=2, image_token_id=tok.convert_tokens_to_ids("<image>"),
             pad_token_id=tok.pad_token_id)
         model_class = tf.Idefics3ForConditionalGeneration

@@ -185,7 +185,8 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     net = get_peft_model(model, recipe.lora_config(model))
     net.train()
     if checkpointing:
-        net.gradient_checkpointing_enable()
+        # the name newer transformers use, else the older one
+        (getattr(net, "activation_checkpointing_enable", None) or net.gradient_checkpointing_enable)()
         net.enable_input_require_grads()
     batch = probe_batch(recipe_cls, settings, cut, dtype, prompt_tokens(recipe, settings))
     weights = {t.untyped_storage().data_ptr() for t in (*net.parameters(), *net.buffers())}

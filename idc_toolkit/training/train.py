@@ -58,17 +58,21 @@ class TrainResult:
     estimate: Any = None  #: ``--dry-run``: the :class:`~.estimate.Estimate`, and nothing was trained
 
 
-def _base_model_type(base_model: str, revision: Optional[str]) -> str:
-    """The base model's ``model_type``, from its config only (no weights are read)."""
+#: language models the recipes cannot train (they pack one decoder sequence)
+ENCODER_DECODER = ("t5", "umt5", "mt5", "bart")
+
+
+def _base_config(base_model: str, revision: Optional[str]) -> dict[str, Any]:
+    """The base model's ``config.json`` as a dict, from its config only (no weights are read)."""
     local = Path(base_model) / "config.json"
     if local.is_file():
-        return json.loads(local.read_text()).get("model_type", "")
+        return json.loads(local.read_text())
     from transformers import AutoConfig
 
     from ..runs.rows import check_hub_repo
 
     check_hub_repo(base_model, "model", "--base-model", revision)
-    return AutoConfig.from_pretrained(base_model, revision=revision).model_type
+    return AutoConfig.from_pretrained(base_model, revision=revision).to_dict()
 
 
 def _open_split(dataset: str, split: str, progress: bool = False):
@@ -98,10 +102,15 @@ def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, se
             raise IDCError(f"{dataset} [{settings.split}] has no {column!r} column, which {recipe_cls.name} trains on: "
                            f"run {made_by} first")
     recipe_cls.check(facts, ds.column_names, settings.options, f"{dataset} [{settings.split}]")
-    model_type = _base_model_type(settings.base_model, settings.revision)
+    config = _base_config(settings.base_model, settings.revision)
+    model_type = config.get("model_type", "")
     if model_type != recipe_cls.model_type:
         raise IDCError(f"--base-model {settings.base_model} is a {model_type or 'unknown'} model; {recipe_cls.name} "
                        f"trains a {recipe_cls.model_type} model")
+    text_type = (config.get("text_config") or {}).get("model_type", "")
+    if text_type in ENCODER_DECODER:  # the recipes pack image slots, prompt and caption into one decoder sequence
+        raise IDCError(f"--base-model {settings.base_model} has a {text_type} (encoder-decoder) language model; "
+                       f"{recipe_cls.name} trains decoder-only ones (OPT, Llama/Vicuna): use e.g. {recipe_cls.base_model}")
     val = None
     if settings.val_split:
         try:
