@@ -109,6 +109,18 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
                  "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128259, "tie_word_embeddings": False},
         "vision": {**_siglip_so400m(27, 364), "model_type": "idefics3_vision"},
         "top": {"scale_factor": 2, "image_token_id": 128257, "tie_word_embeddings": False}}),
+    "HuggingFaceTB/SmolVLM-Instruct": ("Idefics3ForConditionalGeneration", {
+        "config": "Idefics3Config",
+        "text": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49155, "tie_word_embeddings": False},
+        "vision": {**_siglip_so400m(27, 384), "model_type": "idefics3_vision"},
+        "top": {"scale_factor": 3, "image_token_id": 49153, "tie_word_embeddings": False}}),
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": ("SmolVLMForConditionalGeneration", {
+        "config": "SmolVLMConfig",
+        "text": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49280, "tie_word_embeddings": False},
+        "vision": {**_siglip_so400m(27, 384), "model_type": "smolvlm_vision"},
+        "top": {"scale_factor": 4, "image_token_id": 49190, "tie_word_embeddings": False}}),
 }
 
 #: the fields a tiny test model must keep from its real model (everything else may shrink)
@@ -122,6 +134,7 @@ STRUCTURE = {
     "LlavaOnevisionForConditionalGeneration": ("vision_feature_layer", "vision_feature_select_strategy",
                                                "vision_config.patch_size"),
     "Idefics3ForConditionalGeneration": ("scale_factor", "vision_config.patch_size"),
+    "SmolVLMForConditionalGeneration": ("scale_factor", "vision_config.patch_size"),
 }
 
 
