@@ -28,9 +28,15 @@ def test_hub_style_relative_folder_loads_by_name(tmp_path, monkeypatch):
     assert ds["test"][0]["captions"] == ["c"]
 
 
-def test_console_script_is_installed():
-    out = subprocess.run([sys.executable, "-m", "idc_toolkit.cli.build", "--list"], capture_output=True, text=True)
+def test_console_scripts_are_installed():
+    """Every command the README names runs as the installed console script, beside the interpreter."""
+    from pathlib import Path
+
+    bin_dir = Path(sys.executable).parent
+    out = subprocess.run([str(bin_dir / "idc-build"), "--list"], capture_output=True, text=True)
     assert out.returncode == 0 and "levir_cc" in out.stdout
+    for command in ("idc-demo", "idc-eval", "idc-precompute", "idc-augment", "idc-train", "idc-view"):
+        assert (bin_dir / command).is_file(), command
 
 
 def test_parse_size():

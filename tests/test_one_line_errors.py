@@ -149,15 +149,30 @@ def test_a_missing_extra_names_the_extra_to_install(monkeypatch, capsys):
 
 
 def test_git_hash_comes_from_the_installed_distribution_not_the_working_directory(tmp_path, monkeypatch):
+    """PEP 610's record decides: ``pip install git+...`` writes the commit, an install from a folder
+    writes none; the current directory's repository (the user's own) is never asked."""
     from importlib import metadata
 
-    from idc_toolkit.evaluators.outputs import _git_hash
+    from idc_toolkit.evaluators import outputs
 
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a user's own repository
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a user's own repository, with a commit
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q",
+                    "--allow-empty", "-m", "mine"], check=True)
     monkeypatch.chdir(tmp_path)
-    info = metadata.distribution("idc-toolkit").read_text("direct_url.json") or ""
-    expected = json.loads(info).get("vcs_info", {}).get("commit_id") if info else None
-    assert _git_hash() == expected  # an editable install from a folder records no commit: None
+    records = {"vcs": json.dumps({"url": "https://example.org/idc-toolkit.git",
+                                  "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"}}),
+               "folder": json.dumps({"url": "file:///src/idc-toolkit", "dir_info": {"editable": True}}), "none": None}
+
+    class Dist:
+        def __init__(self, text):
+            self.text = text
+
+        def read_text(self, name):
+            return self.text if name == "direct_url.json" else None
+
+    for kind, expected in (("vcs", "0123456789abcdef0123456789abcdef01234567"), ("folder", None), ("none", None)):
+        monkeypatch.setattr(metadata, "distribution", lambda name, text=records[kind]: Dist(text))
+        assert outputs._git_hash() == expected, kind
 
 
 def test_dataset_progress_bars_are_library_chatter_shown_with_v(monkeypatch):

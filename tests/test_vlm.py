@@ -67,7 +67,10 @@ def test_the_prompt_holds_two_images_before_then_after(vlms, arch):
     one = VlmInputs(processor, "x", single_image=True)
     assert one.text().count(placeholder) == 1  # --single-image: one image (the stacked pair) per pair
     stacked = one.build([{"pair_id": "p", "before": black, "after": white}])
-    assert stacked["input_ids"].shape[1] < batch["input_ids"].shape[1] or arch == "qwen2_vl"  # one image's tokens, not two
+    if "image_grid_thw" in batch:  # Qwen2-VL: one image's patch grid, not two (its token count follows the pixels)
+        assert stacked["image_grid_thw"].shape[0] == 1 and batch["image_grid_thw"].shape[0] == 2
+    else:
+        assert stacked["input_ids"].shape[1] < batch["input_ids"].shape[1]  # one image's tokens, not two
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)

@@ -64,12 +64,6 @@ class BuildReport:
             raise BuildError(f"strict mode: {problem.describe()}")
         self.problems.append(problem)
 
-    def add_row(self, split: str, captions: list[str], category: Optional[str]) -> None:
-        self.rows[split] += 1
-        self.empty_captions[split] += sum(1 for c in captions if c == "")
-        if category is not None:
-            self.category_counts[split][category] += 1
-
     def summary(self) -> str:
         """One line per split plus problem counts, for the CLI."""
         by_action = Counter(p.action for p in self.problems)

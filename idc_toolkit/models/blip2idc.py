@@ -42,6 +42,14 @@ BASE_REVISION = "51572668da0eb669e01a189dc22abe6088589a24"
 MAX_NEW_TOKENS = 77
 
 
+def released_targets(n_qformer_layers: int) -> list[str]:
+    """BLIP2IDC's released ``target_modules``: the Q-Former's cross-attention queries by layer name
+    (the real Q-Former has one on every 2nd layer; peft skips the names that match nothing), every
+    ``key``/``value``, the ViT's ``qkv`` and the OPT q/k/v projections."""
+    return [f"qformer.encoder.layer.{i}.crossattention.attention.query" for i in range(n_qformer_layers)] + [
+        "value", "key", "qkv", "q_proj", "k_proj", "v_proj"]
+
+
 def check_pair_style(facts: DatasetFacts, override: Optional[str], where: str) -> None:
     """BLIP2IDC's preprocessing depends on the pair style: a dataset whose card does not say
     it is refused (runner and recipe alike) rather than guessed."""
@@ -176,9 +184,7 @@ class Blip2IDCRecipe(Recipe):
     def lora_config(self, model):
         from peft import LoraConfig
 
-        n = model.config.qformer_config.num_hidden_layers
-        targets = [f"qformer.encoder.layer.{i}.crossattention.attention.query" for i in range(n)] + [
-            "value", "key", "qkv", "q_proj", "k_proj", "v_proj"]
+        targets = released_targets(model.config.qformer_config.num_hidden_layers)
         s = self.settings
         return LoraConfig(r=s.lora_rank, lora_alpha=s.lora_alpha, lora_dropout=s.lora_dropout, bias="none",
                           target_modules=targets)

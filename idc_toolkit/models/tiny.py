@@ -80,10 +80,10 @@ def save_tiny_blip2(folder: Path | str, seed: int = 0, dropout: float = 0.1) -> 
 
 
 def blip2idc_targets(n_qformer_layers: int) -> list[str]:
-    """BLIP2IDC's released target_modules: Q-Former cross-attention queries by name, plus
-    every ``key``/``value``, the ViT ``qkv`` and the OPT q/k/v projections."""
-    return [f"qformer.encoder.layer.{i}.crossattention.attention.query" for i in range(n_qformer_layers)] + [
-        "value", "key", "qkv", "q_proj", "k_proj", "v_proj"]
+    """BLIP2IDC's released target list (:func:`~.blip2idc.released_targets`)."""
+    from .blip2idc import released_targets
+
+    return released_targets(n_qformer_layers)
 
 
 def save_lora_adapter(model, folder: Path | str, targets: list[str], r: int = 8, old_format: bool = False,

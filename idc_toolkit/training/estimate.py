@@ -197,7 +197,6 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     alive = []  # every saved tensor is held until counted, so no address is reused and counted twice or lost
 
     def pack(t):
-        storage = t.untyped_storage()
         count(t)
         return t
 
