@@ -121,13 +121,11 @@ def test_dry_run_on_the_real_layout(model, name, tmp_path, demo_dataset, davir_d
 @pytest.mark.parametrize("name", [n for n, (cls, _) in LAYOUTS.items() if not cls.startswith(("Blip2", "InstructBlip"))])
 def test_the_vlm_runner_loads_every_published_vlm_through_its_auto_class(name):
     """``idc-eval --model vlm`` loads a base with AutoModelForImageTextToText: every VLM layout maps to
-    its own class there, with its image token and vision tower."""
+    its own class there (the one the meta-device test builds), with an image token in its vocabulary."""
     from transformers import AutoModelForImageTextToText
 
     config = real_config(name)
-    with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
-    assert type(model).__name__ == LAYOUTS[name][0]
+    assert AutoModelForImageTextToText._model_mapping[type(config)].__name__ == LAYOUTS[name][0]
     token = getattr(config, "image_token_id", None) or getattr(config, "image_token_index", None)
     assert token is not None and token < config.get_text_config().vocab_size
 
