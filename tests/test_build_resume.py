@@ -83,7 +83,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])  # 2 x 3 kills: as many kill events as the 3 x 2 before
 def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_path, seed):
     ref_dir, _ = reference
     out = tmp_path / "out"

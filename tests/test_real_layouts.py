@@ -181,6 +181,15 @@ def measured_setups(tmp_path_factory):
     return folders
 
 
+def _measured_version() -> bool:
+    import transformers
+    from packaging.version import Version
+
+    return Version(transformers.__version__) >= Version("5.24")
+
+
+@pytest.mark.skipif(not _measured_version(), reason="the H100 figures were measured under transformers 5.24; earlier "
+                                                     "releases checkpoint differently (their peak was not measured)")
 @pytest.mark.parametrize("model,checkpointing", sorted(MEASURED_GIB))
 def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointing, measured_setups, monkeypatch):
     """--dry-run's estimate (weights + LoRA state + the activations measured on a slice of the model)
