@@ -132,8 +132,8 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
     cut = {s: min(2 * period[s], depth[s]) for s in STACKS}
 
     def total(checkpointing: bool) -> tuple[float, dict[str, float]]:
-        key = (recipe_cls.name, config.to_json_string(), repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing")), str(dtype), autocast,
-               repr(sorted(cut.items())), checkpointing)
+        fields = repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing"))
+        key = (recipe_cls.name, config.to_json_string(), fields, str(dtype), autocast, repr(sorted(cut.items())), checkpointing)
         if key not in _MEASURED:  # the same slice asked again (a dry run with and without checkpointing) is measured once
             _MEASURED[key] = _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast, cut, checkpointing)
         other, layers = _MEASURED[key]
@@ -148,13 +148,16 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
 
 
 def _layers(net, stack: str, n: int) -> list:
-    """The ``n`` transformer layers of ``stack`` (the ModuleList of that length under it)."""
+    """The ``n`` transformer layers of ``stack`` (the ModuleList of that length under it); refused in
+    one line where there is none, rather than counting the stack as free."""
     import torch
 
     for name, module in net.named_modules():
         if stack in name and isinstance(module, torch.nn.ModuleList) and len(module) == n:
             return list(module)
-    return []
+    from ..errors import IDCError
+
+    raise IDCError(f"--dry-run: no list of {n} layers under {stack!r} in {type(net).__name__}; its memory cannot be measured")
 
 
 def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast: bool,
