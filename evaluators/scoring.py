@@ -87,11 +87,13 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
     output is. ``progress`` receives a line per stage (tokenizing, METEOR, bootstrap)."""
     from idc_toolkit import __version__
     from idc_toolkit.metrics.core import score_groups
-    from idc_toolkit.metrics.registry import resolve_families
+    from idc_toolkit.metrics.registry import default_families, resolve_families
     from idc_toolkit.runs.fingerprint import digest, path_content
 
     from .outputs import build_meta, metrics_dict, open_evaluation_folder, preload_chart_libraries, write_outputs
     from .protocols import get_protocol
+
+    metrics = list(metrics) if metrics else list(default_families(spice_jars))  # no SPICE warning nobody can act on
 
     named_out = None if out is None else shown_uri(str(out))  # as named (a URI's staging folder is ours), no secret
     out = None if out is None else output_folder(out, EvaluationError)

@@ -193,3 +193,17 @@ def test_lmms_tasks_checks_a_local_folder_against_its_card(demo_dataset, tmp_pat
     pq.write_table(pq.read_table(shard).slice(1), shard)  # one pair fewer than the card says
     assert main(["lmms-tasks", "--dataset", f"clevr_change={edited}", "--out", str(tmp_path / "pack")]) == 1
     assert "changed after it was written" in capsys.readouterr().err and not (tmp_path / "pack").exists()
+
+
+def test_a_default_run_is_quiet_about_spice_without_its_jars(demo_dataset, tmp_path, capsys, monkeypatch):
+    """No --metrics: every metric this machine can compute, and no warning the user cannot act on;
+    SPICE asked for by name still says why it is n/a."""
+    monkeypatch.delenv("IDC_SPICE_JARS", raising=False)
+    refs = _test_refs(demo_dataset)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({p: c[0] for p, c in refs.captions.items()}))
+    assert main(["--predictions", str(preds), "--dataset", str(demo_dataset), "--out", str(tmp_path / "e")]) == 0
+    captured = capsys.readouterr()
+    assert "SPICE" not in captured.err and "SPICE" not in captured.out
+    overall = json.loads((tmp_path / "e" / "metrics.json").read_text())["overall"]
+    assert {"Bleu_4", "METEOR", "ROUGE_L", "CIDEr"} <= set(overall) and "SPICE" not in overall
