@@ -73,6 +73,17 @@ def _llava_onevision(hidden: int, inter: int, layers: int, heads: int, kv: int, 
                     "vision_feature_select_strategy": "full", "tie_word_embeddings": tied}}
 
 
+def _idefics3(config: str, hidden: int, inter: int, layers: int, kv: int, vocab: int, size: int, scale: int,
+              image_token: int) -> dict[str, Any]:
+    """Idefics3 and its SmolVLM descendants: a Llama text model, a SigLIP tower, pixel shuffle by ``scale``."""
+    vision_type = "smolvlm_vision" if config == "SmolVLMConfig" else "idefics3_vision"
+    return {"config": config,
+            "text": {"model_type": "llama", "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
+                     "num_attention_heads": 32, "num_key_value_heads": kv, "vocab_size": vocab, "tie_word_embeddings": False},
+            "vision": {**_siglip_so400m(27, size), "model_type": vision_type},
+            "top": {"scale_factor": scale, "image_token_id": image_token, "tie_word_embeddings": False}}
+
+
 #: checkpoint -> (model class, published structural values)
 LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
     "Salesforce/blip2-opt-2.7b": ("Blip2ForConditionalGeneration", {
@@ -103,24 +114,12 @@ LAYOUTS: dict[str, tuple[str, dict[str, Any]]] = {
                                                   _llava_onevision(896, 4864, 24, 14, 2, 152000, True)),
     "llava-hf/llava-onevision-qwen2-7b-ov-hf": ("LlavaOnevisionForConditionalGeneration",
                                                 _llava_onevision(3584, 18944, 28, 28, 4, 152128, False)),
-    "HuggingFaceM4/Idefics3-8B-Llama3": ("Idefics3ForConditionalGeneration", {
-        "config": "Idefics3Config",
-        "text": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128259, "tie_word_embeddings": False},
-        "vision": {**_siglip_so400m(27, 364), "model_type": "idefics3_vision"},
-        "top": {"scale_factor": 2, "image_token_id": 128257, "tie_word_embeddings": False}}),
-    "HuggingFaceTB/SmolVLM-Instruct": ("Idefics3ForConditionalGeneration", {
-        "config": "Idefics3Config",
-        "text": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
-                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49155, "tie_word_embeddings": False},
-        "vision": {**_siglip_so400m(27, 384), "model_type": "idefics3_vision"},
-        "top": {"scale_factor": 3, "image_token_id": 49153, "tie_word_embeddings": False}}),
-    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": ("SmolVLMForConditionalGeneration", {
-        "config": "SmolVLMConfig",
-        "text": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
-                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49280, "tie_word_embeddings": False},
-        "vision": {**_siglip_so400m(27, 384), "model_type": "smolvlm_vision"},
-        "top": {"scale_factor": 4, "image_token_id": 49190, "tie_word_embeddings": False}}),
+    "HuggingFaceM4/Idefics3-8B-Llama3": ("Idefics3ForConditionalGeneration",
+                                         _idefics3("Idefics3Config", 4096, 14336, 32, 8, 128259, 364, 2, 128257)),
+    "HuggingFaceTB/SmolVLM-Instruct": ("Idefics3ForConditionalGeneration",
+                                       _idefics3("Idefics3Config", 2048, 8192, 24, 32, 49155, 384, 3, 49153)),
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": ("SmolVLMForConditionalGeneration",
+                                             _idefics3("SmolVLMConfig", 2048, 8192, 24, 32, 49280, 384, 4, 49190)),
 }
 
 #: the fields a tiny test model must keep from its real model (everything else may shrink)
