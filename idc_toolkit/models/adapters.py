@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from idc_toolkit.errors import IDCError
+from idc_toolkit.stores import first_line
 
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$")
 
@@ -65,13 +66,13 @@ def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any
         try:
             state = load_file(str(folder / "adapter_model.safetensors"))
         except Exception as exc:  # safetensors raises its own error types for a corrupt header or data
-            raise IDCError(f"adapter {folder}: adapter_model.safetensors is corrupt ({str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__})") from None
+            raise IDCError(f"adapter {folder}: adapter_model.safetensors is corrupt ({first_line(exc)})") from None
     elif (folder / "adapter_model.bin").is_file():
         try:
             state = torch.load(folder / "adapter_model.bin", map_location="cpu", weights_only=True)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-            raise IDCError(f"adapter {folder}: adapter_model.bin is not a plain tensor file ({type(exc).__name__}: {first}); "
+            raise IDCError(f"adapter {folder}: adapter_model.bin is not a plain tensor file ({type(exc).__name__}: "
+                           f"{first_line(exc)}); "
                            "nothing in it was run") from None
     else:
         raise IDCError(f"adapter {folder}: neither adapter_model.safetensors nor adapter_model.bin")

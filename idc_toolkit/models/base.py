@@ -98,13 +98,14 @@ def load_weights(model_class, name: str, **kwargs):
     torch's ``weights_only``: nothing ran) or is corrupt reported in one line naming the model."""
     import pickle
 
+    from ..stores import first_line
+
     try:
         return model_class.from_pretrained(name, **kwargs)
     except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, RuntimeError) and "weights_only" not in str(exc) and "pickle" not in str(exc).lower():
             raise
-        raise IDCError(f"--base-model {name}: its weights file is not a plain tensor file ({type(exc).__name__}: {first}); "
+        raise IDCError(f"--base-model {name}: its weights file is not a plain tensor file ({type(exc).__name__}: {first_line(exc)}); "
                        "nothing in it was run") from None
 
 

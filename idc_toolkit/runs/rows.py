@@ -292,7 +292,8 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
     counts = {s.get("name"): s.get("num_examples") for s in info.get("splits") or [] if isinstance(s, dict)}
     try:
         n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        columns = pq.ParquetFile(files[0]).schema_arrow.names
+        schema = pq.ParquetFile(files[0]).schema_arrow
+        columns = schema.names
     except Exception as exc:
         raise RunError(f"{files[0]}: not a readable parquet file ({exc})") from None
     where = f"{folder}: data/{split}-*.parquet"
@@ -302,7 +303,6 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
                        f"{' (' + ', '.join(extra) + ')' if extra else ''}{' and lacks ' + ', '.join(missing) if missing else ''}; "
                        "the folder was changed after it was written")
     declared = {f.get("name"): f for f in info.get("features") or [] if isinstance(f, dict)}
-    schema = pq.ParquetFile(files[0]).schema_arrow
     for name, feature in declared.items():
         kind = _declared_kind(feature)
         if kind and name in schema.names and _arrow_kind(schema.field(name).type) != kind:
