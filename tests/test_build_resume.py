@@ -88,7 +88,7 @@ def test_kill_9_at_a_random_moment_then_rerun_is_identical(raw, reference, tmp_p
     ref_dir, _ = reference
     out = tmp_path / "out"
     rng = random.Random(seed)
-    for _ in range(3):  # idc-build killed three times, at random moments: start-up, or inside a part (one takes >= 80 ms here)
+    for _ in range(3):  # idc-build killed three times, at random moments: start-up, or inside a part
         kill_mid_run(CHILD, [raw, out], out, rng.randint(-1, 3), 0.05, rng)
     build_dataset(make_builder("spot_the_diff", raw), out, rows_per_part=4, progress=False)
     assert _files(out) == _files(ref_dir)

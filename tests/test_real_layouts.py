@@ -152,9 +152,7 @@ def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
     assert structure_of(AutoConfig.for_model(**config)) == structure_of(real_config(real))
 
 
-#: peak memory of one optimizer step measured on an H100 (torch.cuda.max_memory_allocated; transformers 5.24,
-#: batch 16, bf16 base, LoRA in fp32, 12 steps, no validation; real-size random weights with the toolkit's tiny
-#: tokenizers), as issue 35 reports them
+#: the H100 peaks issue 35 reports (random weights of the real size; setup in the README's Benchmarks section)
 MEASURED_GIB = {("blip2idc", False): 17.16, ("davir", False): 46.23, ("davir", True): 20.94}
 
 

@@ -134,7 +134,7 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
     def total(checkpointing: bool) -> tuple[float, dict[str, float]]:
         fields = repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing"))
         key = (recipe_cls.name, config.to_json_string(), fields, str(dtype), autocast, repr(sorted(cut.items())), checkpointing)
-        if key not in _MEASURED:  # the same slice asked again (a dry run with and without checkpointing) is measured once
+        if key not in _MEASURED:  # the plain slice serves the checkpointed estimate too
             _MEASURED[key] = _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast, cut, checkpointing)
         other, layers = _MEASURED[key]
         steady = {s: sum(layers[s][-period[s]:]) / period[s] for s in STACKS}
