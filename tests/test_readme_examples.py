@@ -1,7 +1,7 @@
-"""The README's examples, run as written on the demo's data.
+"""The README's and the docs' examples, run as written on the demo's data.
 
-Every ```bash block of README.md and its first ```python block are executed command by
-command, in README order, in a scratch working directory: what one example writes (``data/``,
+Every ```bash block of README.md and of the ``docs/`` pages (in ``PAGES`` order, the order a
+reader meets them) and the README's first ```python block are executed command by command, in a scratch working directory: what one example writes (``data/``,
 ``runs/``, ``eval/``) is what the next one reads. Optional ``[...]`` parts and ``# comments``
 are dropped. The only other changes are those a machine without weights, GPUs, raw releases or
 network forces, each one listed in ``SUBSTITUTIONS`` (tiny random models for the named
@@ -72,9 +72,24 @@ NOT_RUN: dict[str, str] = {
 }
 
 
-def _blocks(language: str) -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    return [m.group(2) for m in re.finditer(r"^( *)```" + language + r"\n(.*?)^\1```", text, re.M | re.S)]
+#: the pages whose examples run, in order: what one page's examples write, a later page's read
+PAGES = ["README.md", "docs/building.md", "docs/run-engine.md", "docs/masks-and-entities.md", "docs/augmentation.md",
+         "docs/models.md", "docs/training.md", "docs/scoring.md", "docs/viewer.md"]
+
+
+def _blocks(language: str, pages: list[str] = PAGES) -> list[str]:
+    out = []
+    for page in pages:
+        text = (REPO / page).read_text(encoding="utf-8")
+        out += [m.group(2) for m in re.finditer(r"^( *)```" + language + r"\n(.*?)^\1```", text, re.M | re.S)]
+    return out
+
+
+def test_every_page_with_examples_is_run():
+    """A docs page with a command block that PAGES does not list would never be run."""
+    with_blocks = {str(p.relative_to(REPO)) for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+                   if _blocks("bash", [str(p.relative_to(REPO))])}
+    assert with_blocks <= set(PAGES), f"pages with command blocks the test does not run: {with_blocks - set(PAGES)}"
 
 
 def _commands(block: str) -> list[str]:
@@ -91,7 +106,7 @@ def _commands(block: str) -> list[str]:
 
 def _python_block() -> str:
     """The first Python example (the one that calls ``idc_toolkit``'s commands)."""
-    return next(b for b in _blocks("python") if "import idc_toolkit as idc" in b)
+    return next(b for b in _blocks("python", ["README.md"]) if "import idc_toolkit as idc" in b)
 
 
 def _substitute(command: str, values: dict[str, str], used: set[str]) -> str:
@@ -243,6 +258,7 @@ def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
                    "runs/davir/adapter", "eval/blip2idc_spot", "eval/davir/attention", "eval/blip2idc"):
         assert (work / folder).is_dir(), folder
     assert json.loads((work / "eval/clevr_test/metrics.json").read_text())["by_category"]["move"]["n"] > 0
+    assert (work / "eval/first_look/metrics.json").is_file()
     assert _source_tree_state() == tree_before, "a README example wrote into the source tree"
 
 

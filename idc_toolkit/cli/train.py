@@ -41,8 +41,8 @@ def make_parser(model: str | None = None):
     p.add_argument("--batch-size", type=arg_type(positive_int, "--batch-size"), help="per device (default: 16, both papers)")
     p.add_argument("--grad-accum", type=arg_type(positive_int, "--grad-accum"), default=1,
                    help="gradient accumulation steps (the loss is exact: the same as one batch N times larger)")
-    p.add_argument("--lr", type=arg_type(positive_float, "--lr"), help="default: the dataset's (README, training table)")
-    p.add_argument("--lora-rank", type=arg_type(positive_int, "--lora-rank"), help="default: the dataset's (README)")
+    p.add_argument("--lr", type=arg_type(positive_float, "--lr"), help="default: the dataset's (docs/training.md, its table)")
+    p.add_argument("--lora-rank", type=arg_type(positive_int, "--lora-rank"), help="default: the dataset's (docs/training.md)")
     p.add_argument("--lora-dropout", type=arg_type(unit_interval, "--lora-dropout"), default=0.05,
                    help="dropout on the LoRA input (both papers: 0.05)")
     p.add_argument("--max-steps", type=arg_type(positive_int, "--max-steps"), default=-1,

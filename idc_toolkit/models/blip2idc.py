@@ -140,7 +140,7 @@ class Blip2IDCRecipe(Recipe):
     revision = BASE_REVISION
     max_new_tokens = MAX_NEW_TOKENS
     variants = {
-        "ours": VariantDefaults(epochs=10, batch_size=16, description="our corrected choices (README)"),
+        "ours": VariantDefaults(epochs=10, batch_size=16, description="our corrected choices (docs/training.md)"),
         "released": VariantDefaults(epochs=100, batch_size=16, lr_schedule="constant", weight_decay=0.01,
                                     max_grad_norm=0.0, select_by="loss", patience=10,
                                     description="train_BLIP2IDC.py as released"),

@@ -252,7 +252,7 @@ class DavirRecipe(Recipe):
         group.add_argument("--fac-weight", type=arg_type(non_negative_float, "--fac-weight"), default=0.1,
                            help="davir: lambda of the attention loss (eq. 12)")
         group.add_argument("--fac-reading", default="paper", choices=list(FAC_READINGS),
-                           help="davir eq. 7: as the paper writes it, or our normalised reading (README)")
+                           help="davir eq. 7: as the paper writes it, or our normalised reading (docs/training.md)")
         group.add_argument("--num-entities", type=arg_type(positive_int, "--num-entities"), default=1,
                            help="davir: entities in the prompt")
         group.add_argument("--attention-every", type=arg_type(non_negative_int, "--attention-every"), default=0,

@@ -27,7 +27,7 @@ IGNORE = -100
 
 @dataclass(frozen=True)
 class DatasetDefaults:
-    """A recipe's defaults for one dataset, and where each comes from (README table)."""
+    """A recipe's defaults for one dataset, and where each comes from (docs/training.md, its table)."""
 
     lora_rank: int
     lr: float
