@@ -152,7 +152,7 @@ def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
     assert structure_of(AutoConfig.for_model(**config)) == structure_of(real_config(real))
 
 
-#: the H100 peaks issue 35 reports (random weights of the real size; setup in the README's Benchmarks section)
+#: the H100 peaks issue 35 reports (random weights of the real size; setup in benchmarks/README.md)
 MEASURED_GIB = {("blip2idc", False): 17.16, ("davir", False): 46.23, ("davir", True): 20.94}
 
 
