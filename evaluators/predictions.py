@@ -27,6 +27,8 @@ from .protocols import rcc_id
 #: group names the scorer writes itself; a category may not take them
 RESERVED_GROUPS = frozenset({"overall", "change_only"})
 
+MISSING_NOTE = "reference pair(s) have no prediction and were not scored (--allow-missing)"
+
 
 @dataclass
 class References:
@@ -284,7 +286,7 @@ def prepare(
             f"no prediction for {len(missing)} reference id(s): {listed_ids(missing)}; pass --allow-missing to score the rest"
         )
     if missing:
-        warnings.append(f"{len(missing)} reference pair(s) have no prediction and were not scored (--allow-missing)")
+        warnings.append(f"{len(missing)} {MISSING_NOTE}")
     references: dict[str, list[str]] = {}
     empty_refs = 0
     no_refs: list[str] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,25 @@ def _batches(rows, size: int):
 
 def _epoch_ended(state) -> bool:
     return state.epoch is not None and abs(state.epoch - round(state.epoch)) < 1e-6 and round(state.epoch) > 0
+
+
+@contextlib.contextmanager
+def _without_missing_note(evaluate):
+    """--val-limit scores a subset on purpose: the note that the rest went unscored would repeat
+    every validation; every other warning of the scorer still shows."""
+    import logging
+
+    from ..evaluators.predictions import MISSING_NOTE
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not any(isinstance(a, str) and a.endswith(MISSING_NOTE) for a in (record.args or ()))
+
+    logger = logging.getLogger(evaluate.__module__)
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 class EpochValidation(TrainerCallback):
@@ -59,8 +80,9 @@ class EpochValidation(TrainerCallback):
             from ..evaluators.scoring import evaluate
 
             merged = {k: v for part in gathered for k, v in part.items()}
-            metrics = evaluate(merged, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
-                               allow_missing=bool(self.settings.val_limit)).metrics
+            with _without_missing_note(evaluate):
+                metrics = evaluate(merged, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
+                                   allow_missing=bool(self.settings.val_limit)).metrics
             scores = {"CIDEr": 100 * metrics["overall"]["CIDEr"],
                       **{f"CIDEr/{c}": 100 * v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
         return share_from_first(scores)
