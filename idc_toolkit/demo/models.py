@@ -105,6 +105,16 @@ def _pretrain_language_model(model, tok, texts: list[str], steps: int, seed: int
     model.eval()
 
 
+def _distinct_queries(model):
+    """Query tokens drawn as LAVIS draws them (normal, std 0.02): transformers initialises them to
+    zero, and identical queries stay identical under LoRA, so the LLM would read one image vector."""
+    import torch
+
+    with torch.no_grad():
+        model.query_tokens.normal_(0.0, model.config.qformer_config.initializer_range)
+    return model
+
+
 def save_demo_blip2(folder: Path | str, captions: list[str], seed: int = 0, steps: int = 300) -> Path:
     """A tiny BLIP-2 OPT whose OPT writes the demo's captions (see the module docstring)."""
     import torch
@@ -124,7 +134,7 @@ def save_demo_blip2(folder: Path | str, captions: list[str], seed: int = 0, step
                               eos_token_id=2, pad_token_id=1).to_dict(),
         num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
     torch.manual_seed(seed)
-    model = Blip2ForConditionalGeneration(cfg)
+    model = _distinct_queries(Blip2ForConditionalGeneration(cfg))
     _pretrain_language_model(model, tok, captions, steps, seed)
     folder = Path(folder)
     model.eval().save_pretrained(folder)
@@ -165,7 +175,7 @@ def save_demo_instructblip(folder: Path | str, captions: list[str], prompt_words
                                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=None).to_dict(),
         num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
     torch.manual_seed(seed)
-    model = InstructBlipForConditionalGeneration(cfg)
+    model = _distinct_queries(InstructBlipForConditionalGeneration(cfg))
     _pretrain_language_model(model, tok, texts, steps, seed, qtok, PROMPT.lower())
     folder = Path(folder)
     model.eval().save_pretrained(folder)
