@@ -65,7 +65,8 @@ def _rows(raw: Path):
 def child(mode: str, raw: Path, out: Path) -> None:
     t = time.perf_counter()
     if mode == "idc":
-        from idc_toolkit.building.pipeline import build_dataset, make_builder
+        from idc_toolkit.builders import make_builder
+        from idc_toolkit.building.pipeline import build_dataset
 
         result = build_dataset(make_builder("spot_the_diff", raw), out, progress=False)
         n = sum(result.report.rows.values())

@@ -19,7 +19,8 @@ def main() -> None:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+    from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.models.generation import dataset_rows, _decode
     from idc_toolkit.facts import DatasetFacts

@@ -27,7 +27,9 @@ from pathlib import Path
 def main() -> None:
     from processes import measure
 
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+
+    from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.entities.column import add_change_entities
     from idc_toolkit.masks.column import add_change_masks

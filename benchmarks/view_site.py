@@ -53,7 +53,8 @@ def main() -> None:
     ap.add_argument("--n-per-type", type=int, default=1000)
     ap.add_argument("--workdir", default="/tmp/idc_view_bench")
     args = ap.parse_args()
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+    from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.evaluators.predictions import load_references_dataset
     from idc_toolkit.evaluators.scoring import evaluate

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 from idc_toolkit.building.builder import PairBuilder
 from idc_toolkit.errors import BuildError
 
@@ -24,3 +27,9 @@ def get_builder_class(name: str) -> type[PairBuilder]:
         return BUILDERS[name]
     except KeyError:
         raise BuildError(f"unknown dataset {name!r}; available: {', '.join(sorted(BUILDERS))}") from None
+
+
+def make_builder(name: str, raw_dir: Path | str, overrides: Optional[dict[str, str]] = None) -> PairBuilder:
+    """Instantiate a registered builder with ``key=value`` config overrides."""
+    cls = get_builder_class(name)
+    return cls(raw_dir, cls.config_class.from_overrides(overrides or {}))

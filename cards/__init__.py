@@ -12,6 +12,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..card_data import FACTS_KEY, RUN_KEY, files_description, source_label
 from . import citations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,12 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..building.report import BuildReport
     from ..runs.parquet import SplitSummary
 
-#: card YAML key holding the dataset's facts (pair style, categories, builder)
-FACTS_KEY = "idc_toolkit"
-#: card YAML key holding the run record (kind, fingerprint, fields) of the run that wrote it
-RUN_KEY = "idc_toolkit_run"
-#: how the config's ``description`` begins when it names each split's data files (:func:`files_description`)
-FILES_DESCRIPTION_PREFIX = "idc-toolkit data files"
 
 CORE_DOCS = {
     "pair_id": "the release's own id of the pair, unique within the dataset",
@@ -54,7 +49,7 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
     ``dataset_info`` written by ``datasets``' own ``MetadataConfigs`` / ``DatasetInfosDict``:
     ``num_bytes`` is ``push_to_hub``'s estimate of each split (the run engine's
     ``hub_num_bytes``), ``dataset_size`` their sum and ``download_size`` parquet bytes. ``facts`` (pair style, categories, ...) are what consumers
-    read back (:func:`dataset_facts`); ``run_record`` is the run engine's fingerprint."""
+    read back (:func:`~idc_toolkit.card_data.dataset_facts`); ``run_record`` is the run engine's fingerprint."""
     from datasets import DatasetInfo, SplitDict, SplitInfo
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
@@ -83,31 +78,6 @@ def dataset_card_data(*, pretty_name: str, license: str, features: "Features", s
     return data
 
 
-def files_description(split_fingerprints: dict[str, str]) -> str:
-    """The config's ``description``: each split's data-files fingerprint
-    (``runs.fingerprint.parquet_files_fingerprint``: names and contents),
-    ``"idc-toolkit data files test=1a2b... train=3c4d..."``.
-
-    ``load_dataset(folder)`` keys its Arrow cache by the folder's name and the card's
-    ``configs`` / ``dataset_info`` only, never by the data files (``datasets`` 5.2,
-    ``LocalDatasetModuleFactory``). A folder rebuilt after a one-digit annotation fix has an
-    equal card, and loading it returned the rows of the previous build. ``description`` is a
-    ``BuilderConfig`` field, so the Hub and ``datasets`` pass it through, and it enters that
-    key: any change of content is a new cache entry. Per split, so that a reader checks the
-    split it reads and no other (``runs.rows.check_against_card``)."""
-    return " ".join([FILES_DESCRIPTION_PREFIX, *(f"{split}={split_fingerprints[split]}" for split in sorted(split_fingerprints))])
-
-
-def split_fingerprints_of(card: dict[str, Any]) -> Optional[dict[str, str]]:
-    """``{split: fingerprint}`` from a card written by idc-toolkit (None for other cards)."""
-    configs = card.get("configs")
-    for config in configs if isinstance(configs, list) else []:
-        text = config.get("description") if isinstance(config, dict) else None
-        if isinstance(text, str) and text.startswith(FILES_DESCRIPTION_PREFIX):
-            return dict(item.split("=", 1) for item in text[len(FILES_DESCRIPTION_PREFIX):].split() if "=" in item)
-    return None
-
-
 def save_card(folder: Path, data, body: str) -> Path:
     """Write ``README.md`` with ``huggingface_hub``'s ``DatasetCard``."""
     from huggingface_hub import DatasetCard
@@ -116,53 +86,6 @@ def save_card(folder: Path, data, body: str) -> Path:
     path = Path(folder) / "README.md"
     card.save(path)
     return path
-
-
-def read_card_data(folder: Path | str) -> dict[str, Any]:
-    """The YAML of a local dataset folder's card (empty when it has none)."""
-    path = Path(folder) / "README.md"
-    if not path.is_file():
-        return {}
-    return card_data(path.read_text(encoding="utf-8"))
-
-
-def card_data(text: str) -> dict[str, Any]:
-    """The YAML of a card's text (a card read from an object store, say)."""
-    from huggingface_hub import DatasetCard
-
-    return DatasetCard(text).data.to_dict()
-
-
-def source_label(source: str | Path, fingerprint: Any = None) -> str:
-    """How a derived dataset's card names its source in ``source_datasets``: the Hub id as is
-    (``extended|org/name``); a local folder by its name and content fingerprint only, never by
-    its absolute path (an upload would publish the user's directory layout)."""
-    if not Path(str(source)).exists():
-        return f"extended|{source}"
-    if fingerprint and not isinstance(fingerprint, str):  # per-split fingerprints: one short hash of them
-        import hashlib
-        import json
-
-        fingerprint = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return f"{Path(str(source)).resolve().name} (local folder" + (f", fingerprint {fingerprint})" if fingerprint else ")")
-
-
-def dataset_facts(dataset: str | Path) -> "DatasetFacts":
-    """The :class:`~idc_toolkit.facts.DatasetFacts` a dataset carries in its card, read the
-    same way from a local folder, a Hub copy or a derived dataset; empty facts when the
-    dataset was not written by idc-toolkit (or its card cannot be reached). A card whose facts
-    are malformed is an error naming it."""
-    from ..facts import DatasetFacts
-
-    if Path(dataset).is_dir():
-        return DatasetFacts.from_card(read_card_data(dataset).get(FACTS_KEY), f"{Path(dataset) / 'README.md'}")
-    try:
-        from huggingface_hub import DatasetCard
-
-        data = DatasetCard.load(str(dataset), repo_type="dataset").data.to_dict()
-    except Exception:  # offline, no card: no facts
-        return DatasetFacts()
-    return DatasetFacts.from_card(data.get(FACTS_KEY), f"the card of {dataset}")
 
 
 def _feature_type(feature: Any) -> str:

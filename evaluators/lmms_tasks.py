@@ -74,7 +74,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[s
     metric's name; lmms-eval aggregates the names its task lists."""
     from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
-    from idc_toolkit.models.vlm import clean_answer
+    from idc_toolkit.prompts import clean_answer
 
     record = {"pair_id": str(doc["pair_id"]), "prediction": clean_answer(results[0] if results else ""),
               "references": list(doc["captions"])}
@@ -172,9 +172,9 @@ def task_facts(builder: str, dataset: str) -> tuple[Optional[tuple[str, ...]], s
     builder's own declaration (no network while writing the pack; a builder whose categories
     come from the release, as Emu Edit's tasks, lists them only from a local folder's card)."""
     from idc_toolkit.builders import BUILDERS
-    from idc_toolkit.cards import dataset_facts
+    from idc_toolkit.card_data import dataset_facts
     from idc_toolkit.facts import DatasetFacts
-    from idc_toolkit.models.vlm import preset_for
+    from idc_toolkit.prompts import preset_for
 
     if Path(dataset).is_dir():
         facts = dataset_facts(dataset)
@@ -190,7 +190,7 @@ def write_task_pack(out: Path | str, datasets: Optional[dict[str, str]] = None, 
     files, refused beside anyone else's). ``datasets`` maps a task (or builder) name to a local
     folder or Hub id; the others read ``idc_toolkit/<builder>``."""
     from idc_toolkit import __version__
-    from idc_toolkit.models.vlm import PROMPTS
+    from idc_toolkit.prompts import PROMPTS
     from idc_toolkit.runs import RunFolder
 
     chosen = {}

@@ -12,7 +12,8 @@ from .evaluators.scoring import compare_systems, evaluate_predictions  # noqa: F
 def build_dataset(name: str, raw: str | Path, out: str | Path, *, config: Optional[dict[str, str]] = None, **options: Any):
     """``idc-build NAME --raw RAW --out OUT``: returns a :class:`~idc_toolkit.building.BuildResult`.
     ``options`` are those of :func:`idc_toolkit.building.build_dataset` (strict, overwrite, ...)."""
-    from .building import build_dataset as build, make_builder
+    from .builders import make_builder
+    from .building import build_dataset as build
 
     return build(make_builder(name, raw, config), out, **options)
 

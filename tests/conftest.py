@@ -123,7 +123,8 @@ def demo_raw(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def demo_dataset(demo_raw, tmp_path_factory) -> Path:
     """The demo release built with the clevr_change builder, in several small shards."""
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+    from idc_toolkit.building.pipeline import build_dataset
 
     out = tmp_path_factory.mktemp("demo_ds") / "clevr_change_demo"
     build_dataset(make_builder("clevr_change", demo_raw), out, max_shard_rows=8, progress=False)

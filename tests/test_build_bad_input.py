@@ -5,7 +5,9 @@ import json
 import pytest
 from datasets import load_dataset
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.cli.build import main as build_main
 from idc_toolkit.errors import BuildError, RawFormatError, RunError
 

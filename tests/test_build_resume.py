@@ -13,7 +13,8 @@ import pytest
 from datasets import load_dataset
 
 import idc_toolkit.building.pipeline as build_mod
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.errors import BuildError, RunError
 
 from conftest import kill_mid_run, make_spot_the_diff
@@ -186,7 +187,7 @@ def test_a_split_whose_every_pair_is_skipped_is_an_error_naming_why(tmp_path):
 
 def test_card_sizes_mean_what_push_to_hub_writes(reference):
     ref_dir, _ = reference
-    from idc_toolkit.cards import read_card_data
+    from idc_toolkit.card_data import read_card_data
 
     info = read_card_data(ref_dir)["dataset_info"]
     for split in info["splits"]:
@@ -226,7 +227,7 @@ def test_shards_are_cut_where_push_to_hub_cuts_them(raw, tmp_path):
     """``--max-shard-size`` means push_to_hub's ``max_shard_size``: int(num_bytes / size) + 1
     shards of contiguous rows as ``Dataset.shard(contiguous=True)`` cuts them, whatever the
     parts were, and the rows stay in order."""
-    from idc_toolkit.cards import read_card_data
+    from idc_toolkit.card_data import read_card_data
 
     whole = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "whole", rows_per_part=4, progress=False)
     train_bytes = {s["name"]: s["num_bytes"] for s in read_card_data(tmp_path / "whole")["dataset_info"]["splits"]}["train"]

@@ -5,7 +5,9 @@ from pathlib import Path
 
 from datasets import load_dataset
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.builders import BUILDERS
 
 from test_dataset_facts import assert_training_defaults
@@ -130,7 +132,7 @@ def test_emu_edit_parquet_copy(tmp_path):
     raw = make_emu_edit(tmp_path / "emu", rows)
     build_dataset(make_builder("emu_edit", raw), tmp_path / "out", progress=False)
     assert_training_defaults(tmp_path / "out", "emu_edit")
-    from idc_toolkit.cards import read_card_data
+    from idc_toolkit.card_data import read_card_data
 
     # built from a copy of a Hub dataset: the card names it (not "original")
     assert read_card_data(tmp_path / "out")["source_datasets"] == ["extended|facebook/emu_edit_test_set_generations"]

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from datasets import Image, List, Value, load_dataset
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.builders.syned import clean_paraphrase
 
 from test_dataset_facts import assert_training_defaults
@@ -23,7 +25,7 @@ def test_spot_the_diff_real_annotations(shared, tmp_path):
     ds = load_dataset(str(tmp_path / "out"))
     assert {k: len(v) for k, v in ds.items()} == {"train": 8566, "validation": 1493, "test": 1270}
     assert ds["test"].features["before"] == Image() and ds["test"].features["captions"] == List(Value("string"))
-    from idc_toolkit.cards import read_card_data
+    from idc_toolkit.card_data import read_card_data
 
     for split in read_card_data(tmp_path / "out")["dataset_info"]["splits"]:  # over 1,000 rows: the estimate scales
         assert split["num_bytes"] == ds[split["name"]]._estimate_nbytes(), split

@@ -5,9 +5,11 @@ import shutil
 
 import pytest
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.builders import BUILDERS
-from idc_toolkit.cards import dataset_facts
+from idc_toolkit.card_data import dataset_facts
 from idc_toolkit.errors import IDCError
 from idc_toolkit.facts import DatasetFacts
 

@@ -7,7 +7,9 @@ import shutil
 
 import pytest
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.evaluators.scoring import evaluate, load_references
 

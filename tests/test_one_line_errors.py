@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from idc_toolkit.building.pipeline import build_dataset, make_builder
+from idc_toolkit.builders import make_builder
+
+from idc_toolkit.building.pipeline import build_dataset
 from idc_toolkit.cli.build import main as build_main
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.cli.precompute import main as precompute_main

@@ -194,7 +194,8 @@ def test_ids_sharing_a_long_prefix_get_distinct_file_names():
 def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
     """Spot-the-Diff's img_id becomes a path: ``../`` and absolute ids are skipped and reported
     (strict: an error), never embedded from outside --raw."""
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+    from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.errors import BuildError
 
     from conftest import image_bytes, make_spot_the_diff
@@ -223,7 +224,7 @@ def test_no_output_names_a_local_absolute_path(demo_dataset, tmp_path):
 
     out = tmp_path / "masks"
     add_change_masks(demo_dataset, out, device="cpu", progress=False)
-    from idc_toolkit.cards import source_label
+    from idc_toolkit.card_data import source_label
 
     assert source_label(demo_dataset, {"test": "abc"}).startswith(f"{demo_dataset.name} (local folder, fingerprint ")
     assert source_label("org/some_dataset") == "extended|org/some_dataset"

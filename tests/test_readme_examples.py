@@ -123,7 +123,9 @@ def workdir(demo_dataset, tiny_models, tmp_path_factory):
     the demo dataset as ``data/clevr_change``, checkpoints (tiny and random), predictions."""
     from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
 
-    from idc_toolkit.building.pipeline import build_dataset, make_builder
+    from idc_toolkit.builders import make_builder
+
+    from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.masks.sam import build_tiny_sam
     from idc_toolkit.models import tiny
     import torch

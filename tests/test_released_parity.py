@@ -38,7 +38,7 @@ def _first_loss(variant: str):
 
     from idc_toolkit.models.registry import get_recipe_class
     from idc_toolkit.training import resolve_settings
-    from idc_toolkit.training.recipe import caption_loss_sum
+    from idc_toolkit.models.recipe import caption_loss_sum
 
     cls = get_recipe_class("blip2idc")
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")

@@ -312,7 +312,7 @@ def _attention_on_mask(run, base, dataset):
     from datasets import load_dataset
     from peft import PeftModel
 
-    from idc_toolkit.cards import dataset_facts
+    from idc_toolkit.card_data import dataset_facts
     from idc_toolkit.masks.fac import attention_on_mask
     from idc_toolkit.models.registry import get_recipe_class
 

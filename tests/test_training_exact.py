@@ -66,7 +66,7 @@ def test_davir_labels_and_first_loss_do_not_depend_on_the_padding_side(bases):
         for i, caption in enumerate(captions):  # exactly the caption's tokens and EOS are labelled
             labelled = batch["labels"][i][batch["labels"][i] != -100].tolist()
             assert labelled == tok(caption, add_special_tokens=False)["input_ids"][:30] + [tok.eos_token_id]
-        from idc_toolkit.training.recipe import caption_loss_sum
+        from idc_toolkit.models.recipe import caption_loss_sum
 
         inputs = {k: v for k, v in batch.items() if k not in ("labels",) and not k.startswith("idc_")}
         with torch.no_grad():

@@ -210,7 +210,8 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
 
 def _write_card(final: Path, source: str, features, split: str, summary, cfg: AugmentConfig, models: Models,
                 params: dict[str, Any], record: dict[str, Any]) -> None:
-    from ..cards import dataset_card_data, dataset_facts, save_card, source_label
+    from ..card_data import dataset_facts, source_label
+    from ..cards import dataset_card_data, save_card
 
     totals = summary.stats
     source_facts = dataset_facts(source)

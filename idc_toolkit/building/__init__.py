@@ -8,7 +8,7 @@
 """
 
 from .builder import BuilderConfig, CardMeta, PairBuilder
-from .pipeline import BuildResult, build_dataset, make_builder
+from .pipeline import BuildResult, build_dataset
 from .report import BuildReport
 
-__all__ = ["BuilderConfig", "CardMeta", "PairBuilder", "BuildResult", "build_dataset", "make_builder", "BuildReport"]
+__all__ = ["BuilderConfig", "CardMeta", "PairBuilder", "BuildResult", "build_dataset", "BuildReport"]

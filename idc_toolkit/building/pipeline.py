@@ -37,7 +37,7 @@ from ..runs.engine import PartOutput
 from ..runs.parquet import DEFAULT_MAX_SHARD_BYTES
 from ..runs.rows import ListRows
 from ..schema import CATEGORY, PairRecord, category_names, validate_features
-from .builder import BuilderConfig, PairBuilder
+from .builder import PairBuilder
 from .rawio import check_image_bytes, read_image_bytes
 from .report import SKIPPED, BuildReport, Problem
 
@@ -256,12 +256,3 @@ def _read_report(out_dir: Path) -> dict[str, Any]:
 
 def _write_report(folder: Path, report: BuildReport) -> None:
     (folder / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-
-
-def make_builder(name: str, raw_dir: Path | str, overrides: Optional[dict[str, str]] = None) -> PairBuilder:
-    """Instantiate a registered builder with ``key=value`` config overrides."""
-    from ..builders import get_builder_class
-
-    cls = get_builder_class(name)
-    config: BuilderConfig = cls.config_class.from_overrides(overrides or {})
-    return cls(raw_dir, config)

@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args, overrides: dict[str, str]) -> int:
-    from ..building import build_dataset, make_builder
+    from ..builders import make_builder
+    from ..building import build_dataset
 
     builder = make_builder(args.name, args.raw, overrides)
     result = build_dataset(builder, args.out, strict=args.strict, overwrite=args.overwrite,

@@ -32,7 +32,7 @@ from typing import Any, Optional
 from ..cards import citations
 from ..errors import IDCError
 from ..facts import DatasetFacts
-from ..training.recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
+from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
 from .base import Runner, load_pretrained, resolve_dtype
 from .pairs import stacked_pair

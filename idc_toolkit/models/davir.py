@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from ..facts import DatasetFacts
 from ..files import file_name_for, inside
-from ..training.recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
+from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
 from .base import Runner, load_pretrained, resolve_dtype
 
@@ -337,13 +337,8 @@ class DavirRecipe(Recipe):
     def generate(self, model, rows):
         return self.inputs.decode(model, rows)
 
-    def callbacks(self, rows, out) -> list:
-        every = int(self.options["attention_every"])
-        if every <= 0:
-            return []
-        from ..training.callbacks import AttentionPictures
-
-        return [AttentionPictures(self, rows, out, every)]
+    def picture_every(self) -> int:
+        return max(0, int(self.options["attention_every"]))
 
     def attention_pictures(self, model, rows) -> list:
         """Fig. 4: the final-layer attention :func:`pair_forward` captures, over both images."""

@@ -77,7 +77,7 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                          shard: tuple[int, int] = (0, 1), **engine_options: Any) -> Optional[Path]:
     """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
     from .. import __version__
-    from ..cards import dataset_facts
+    from ..card_data import dataset_facts
 
     from .adapters import resolve_adapter
 

@@ -1,6 +1,6 @@
 """The model registry of ``idc-eval --model`` and ``idc-train``: a name -> the module that holds
 the model's :class:`~.base.Runner` (``RUNNER``) and, when it can be trained, its
-:class:`~idc_toolkit.training.recipe.Recipe` (``RECIPE``), side by side so they share one
+:class:`~idc_toolkit.models.recipe.Recipe` (``RECIPE``), side by side so they share one
 preprocessing and decoding. A new model is one module in ``idc_toolkit/models/`` and one line
 here. Entries are import paths, so nothing heavy (torch, transformers) is imported until a
 model is asked for."""

@@ -39,7 +39,7 @@ def source_splits(dataset: str | Path) -> list[str]:
     """Split names of a local folder (from its card, else its files) or a Hub dataset."""
     folder = Path(dataset)
     if folder.is_dir():
-        from ..cards import read_card_data
+        from ..card_data import read_card_data
 
         data = read_card_data(folder)
         for config in data.get("configs") or []:

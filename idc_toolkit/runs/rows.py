@@ -270,14 +270,14 @@ def check_against_card(folder: str | Path, split: str, files: list[Path], finger
                        progress: bool = False) -> None:
     """A local folder's parquet files must agree with its card (``dataset_info``): the same
     columns and, for ``split``, the same row count; and, where idc-toolkit wrote the card, the
-    same content (the split's fingerprint in ``cards.files_description``). A folder edited after it was
+    same content (the split's fingerprint in ``card_data.files_description``). A folder edited after it was
     written is refused in one line naming it, before any work: ``load_dataset`` would fail
     mid-way, or, with the card unchanged, return its cached rows of the files before the edit.
     ``fingerprint``: the files' ``parquet_files_fingerprint`` where the caller has it already;
     ``progress``: show the hashing of a large split (:func:`~.fingerprint.files_sha256`)."""
     import pyarrow.parquet as pq
 
-    from ..cards import read_card_data, split_fingerprints_of
+    from ..card_data import read_card_data, split_fingerprints_of
 
     try:
         card = read_card_data(folder)

@@ -35,7 +35,7 @@ def card_text_record(text: str) -> Optional[dict[str, Any]]:
     """The run record in a card's YAML (``None`` when it names none or cannot be read)."""
     import yaml
 
-    from ..cards import RUN_KEY, card_data
+    from ..card_data import RUN_KEY, card_data
 
     try:
         record = card_data(text).get(RUN_KEY)

@@ -1,13 +1,13 @@
 """Training: ``idc-train`` fine-tunes the checkpoints ``idc-eval --model`` runs.
 
-* :mod:`.recipe` — what every recipe shares (settings, per-dataset defaults, labels that do
+* :mod:`idc_toolkit.models.recipe` — what every recipe shares (settings, per-dataset defaults, labels that do
   not depend on the padding side, the caption loss); each model's recipe lives beside its
   runner in ``idc_toolkit/models/<name>.py``;
 * :mod:`.train` — the generic run: checks, run folder, ``transformers.Trainer`` + ``peft``, resume;
 * :mod:`.callbacks` — per-epoch validation, the step log, attention pictures.
 """
 
-from .recipe import DatasetDefaults, Recipe, Settings
+from ..models.recipe import DatasetDefaults, Recipe, Settings
 from .train import TrainResult, resolve_settings, train
 
 __all__ = ["DatasetDefaults", "Recipe", "Settings", "TrainResult", "resolve_settings", "train"]

@@ -90,7 +90,7 @@ class EpochValidation(TrainerCallback):
     def _loss(self, model, batch_size: int) -> dict[str, Any]:
         import torch
 
-        from .recipe import caption_loss_sum
+        from ..models.recipe import caption_loss_sum
 
         rows, losses = self._rows(), []
         for start in range(0, len(rows) - batch_size + 1, batch_size):  # drop_last, as the released loader
@@ -178,7 +178,7 @@ class StepLog(TrainerCallback):
 
 class AttentionPictures(TrainerCallback):
     """Every ``every`` steps, the recipe's pictures of the first two pairs
-    (:meth:`~.recipe.Recipe.attention_pictures`: DAVIR draws Fig. 4, the final-layer attention
+    (:meth:`~idc_toolkit.models.recipe.Recipe.attention_pictures`: DAVIR draws Fig. 4, the final-layer attention
     over both images with the change mask outlined), so a user can watch the attention move.
     File names made from pair ids never leave ``RUN_DIR/attention``."""
 

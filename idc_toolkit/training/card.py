@@ -40,7 +40,7 @@ def hub_dataset_of(dataset: str) -> str:
     """The Hub id of a dataset: itself, or ``idc_toolkit/<builder>`` for a local ``idc-build`` folder."""
     if not Path(str(dataset)).exists():
         return str(dataset)
-    from ..cards import dataset_facts
+    from ..card_data import dataset_facts
 
     return f"idc_toolkit/{dataset_facts(dataset).builder}"
 

@@ -12,7 +12,7 @@ The memory of one optimizer step is the sum of four terms, each shown:
 * activations: the bytes autograd saves for the backward pass, **measured** on a slice of the
   real model rather than modelled: the base is built at its real widths with the fewest layers
   its structure allows (one ViT layer, one Q-Former cross-attention period, one LLM layer),
-  wrapped with the recipe's LoRA and hooks (:meth:`~.recipe.Recipe.prepare`: DAVIR's two-image
+  wrapped with the recipe's LoRA and hooks (:meth:`~idc_toolkit.models.recipe.Recipe.prepare`: DAVIR's two-image
   encoder and its FAC capture, which makes the ViT's attention eager), and run forward on one
   pair of the run's token layout under the precision the Trainer uses (autocast to bf16 / fp16
   on a GPU) with :func:`torch.autograd.graph.saved_tensors_hooks` summing every saved storage
@@ -171,7 +171,7 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     from peft import get_peft_model
     from transformers.initialization import no_init_weights
 
-    from .recipe import caption_loss_sum
+    from ..models.recipe import caption_loss_sum
 
     cut = copy.deepcopy(config)
     for stack, (attr, field) in STACKS.items():

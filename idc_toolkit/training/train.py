@@ -37,7 +37,7 @@ from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter
-from .recipe import Recipe, Settings
+from ..models.recipe import Recipe, Settings
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "train_config.json"
@@ -239,7 +239,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     everything, count parameters and estimate a step's memory from the base's configuration
     (:mod:`.estimate`), write nothing and load no weights. ``push_to_hub``: upload the kept
     adapter with its model card (:mod:`.card`) to that Hub model repo."""
-    from ..cards import dataset_facts
+    from ..card_data import dataset_facts
     from ..devices import resolve_device
     from ..models.registry import get_recipe_class
     from ..runs import RunFolder
@@ -280,7 +280,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         import torch
         from peft import get_peft_model
 
-        from .callbacks import EpochValidation, StepLog
+        from .callbacks import AttentionPictures, EpochValidation, StepLog
 
         torch.manual_seed(seed)
         if not progress:
@@ -302,7 +302,8 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         validation = EpochValidation(recipe, val_rows, dataset, settings, out)
         steps = StepLog(out / STEPS_FILE)
         extra = [validation, steps]
-        extra += recipe.callbacks(val_rows or train_rows, out)
+        if recipe.picture_every() > 0:
+            extra.append(AttentionPictures(recipe, val_rows or train_rows, out, recipe.picture_every()))
         trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                    callbacks=extra + list(callbacks))
         if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
@@ -482,7 +483,7 @@ def _report_to(value: str) -> list[str]:
 def _trainer_class():
     from transformers import Trainer
 
-    from .recipe import caption_loss_sum
+    from ..models.recipe import caption_loss_sum
 
     class IDCTrainer(Trainer):
         """``Trainer`` whose loss is the caption cross-entropy summed over target tokens and

@@ -237,7 +237,7 @@ def _score_names(runs: list[Evaluation]) -> list[str]:
 def _dataset_label(dataset: Optional[str]) -> Optional[str]:
     if dataset is None:
         return None
-    from ..cards import source_label
+    from ..card_data import source_label
 
     return source_label(dataset)
 

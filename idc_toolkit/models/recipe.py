@@ -168,12 +168,12 @@ class Recipe:
         """Captions for validation: the runner's own decoding."""
         raise NotImplementedError
 
-    def callbacks(self, rows, out) -> list:
-        """``TrainerCallback``s this recipe adds to a run (none by default)."""
-        return []
+    def picture_every(self) -> int:
+        """Every how many steps ``idc-train`` draws :meth:`attention_pictures` (0: never, the default)."""
+        return 0
 
     def attention_pictures(self, model, rows: list[dict[str, Any]]) -> list:
-        """Pictures of what the model attends to, one per row (for :class:`~.callbacks.AttentionPictures`)."""
+        """Pictures of what the model attends to, one per row (``training.callbacks.AttentionPictures`` saves them)."""
         return []
 
 
