@@ -6,27 +6,23 @@ from pathlib import Path
 from typing import Optional
 
 from idc_toolkit.building.builder import PairBuilder
-from idc_toolkit.errors import BuildError
+from idc_toolkit.registry import Registry
 
-from .clevr_change import ClevrChange
-from .clevr_dc import ClevrDC
-from .emu_edit import EmuEdit
-from .ier import ImageEditingRequest
-from .levir_cc import LevirCC
-from .magicbrush import MagicBrush
-from .spot_the_diff import SpotTheDiff
-from .syned import Syned
-
-BUILDERS: dict[str, type[PairBuilder]] = {
-    cls.name: cls for cls in (SpotTheDiff, ClevrChange, ClevrDC, ImageEditingRequest, LevirCC, EmuEdit, Syned, MagicBrush)
-}
+#: dataset name -> its builder class; a new release is one module here and one line
+BUILDERS = Registry("dataset", {
+    "spot_the_diff": "idc_toolkit.builders.spot_the_diff:SpotTheDiff",
+    "clevr_change": "idc_toolkit.builders.clevr_change:ClevrChange",
+    "clevr_dc": "idc_toolkit.builders.clevr_dc:ClevrDC",
+    "ier": "idc_toolkit.builders.ier:ImageEditingRequest",
+    "levir_cc": "idc_toolkit.builders.levir_cc:LevirCC",
+    "emu_edit": "idc_toolkit.builders.emu_edit:EmuEdit",
+    "syned": "idc_toolkit.builders.syned:Syned",
+    "magicbrush": "idc_toolkit.builders.magicbrush:MagicBrush",
+}, summary=lambda cls: cls.card.pretty_name)
 
 
 def get_builder_class(name: str) -> type[PairBuilder]:
-    try:
-        return BUILDERS[name]
-    except KeyError:
-        raise BuildError(f"unknown dataset {name!r}; available: {', '.join(sorted(BUILDERS))}") from None
+    return BUILDERS.get(name)
 
 
 def make_builder(name: str, raw_dir: Path | str, overrides: Optional[dict[str, str]] = None) -> PairBuilder:

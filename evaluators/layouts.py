@@ -23,7 +23,9 @@ from idc_toolkit.files import read_text
 
 PAPER_NAMES = {"overall": "Total", "change_only": "Semantic change", "color": "Color", "material": "Texture",
                "add": "Add", "drop": "Drop", "move": "Move", "distractor": "Distractor", "no_change": "No change"}
-SHORT = {"Bleu_4": "B4", "METEOR": "M", "ROUGE_L": "R", "CIDEr": "C", "SPICE": "S"}
+from idc_toolkit.metrics.registry import paper_columns
+
+SHORT = paper_columns()
 LAYOUTS = ("total-semantic", "by-type")
 #: groups that are not change types (left out of ``by-type``)
 _NOT_TYPES = {"overall", "change_only", "distractor", "no_change"}

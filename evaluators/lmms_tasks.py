@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from idc_toolkit.errors import IDCError
+from idc_toolkit.metrics.registry import columns, required_families
 from idc_toolkit.stores import output_folder
 
 #: task name -> builder (the dataset's Hub id is ``idc_toolkit/<builder>`` once pushed)
 TASKS = {"idc_spot_the_diff": "spot_the_diff", "idc_clevr_change": "clevr_change", "idc_clevr_dc": "clevr_dc",
          "idc_ier": "ier", "idc_levir_cc": "levir_cc", "idc_emu_edit": "emu_edit"}
-#: the coco-caption metrics reported (SPICE needs CoreNLP jars this pack does not ask for)
-METRICS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
-FAMILIES = ("BLEU", "METEOR", "ROUGE_L", "CIDEr")
+#: the metrics reported: every registered one a machine computes without extra requirements (SPICE's jars)
+FAMILIES = required_families()
+METRICS = columns(FAMILIES)
 MODULE = "idc_toolkit.evaluators.lmms_tasks"
 OVERALL, CHANGE_ONLY = "overall", "change_only"
 

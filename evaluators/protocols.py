@@ -29,9 +29,10 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, TypeVar
+from typing import Any, ClassVar, Optional, TypeVar
 
 from idc_toolkit.errors import EvaluationError
+from idc_toolkit.registry import Registry
 from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
 V = TypeVar("V")
@@ -74,6 +75,10 @@ class Protocol:
     notes: list[str] = field(default_factory=list)
     #: why this protocol does not fit these references (``--strict`` refuses them), if it does not
     misfit: Optional[str] = None
+    #: what this protocol's own grouping replaces, when it forms its groups itself (--groups etc. are refused)
+    own_groups: ClassVar[Optional[str]] = None
+    #: True: it reproduces a loader that drops the last partial batch (``--drop-last-batch``)
+    takes_drop_last_batch: ClassVar[bool] = False
 
     def references(self, refs: Any) -> Any:
         """RCC ids as the toolkit's; ``_n`` pairs without a category form ``distractor``."""
@@ -117,6 +122,7 @@ class Blip2IdcProtocol(Protocol):
                         "random reference of that pair; drop_last test loaders")
     comparable_with_rcc: bool = False
     drop_last_batch: int = 0
+    takes_drop_last_batch: ClassVar[bool] = True
 
     def prepare(self, hypotheses, references, categories, seed):
         """BLIP2IDC's replacement: where a pair's references hold a no-change phrase and the
@@ -166,6 +172,7 @@ class RsiccProtocol(Protocol):
     description: str = ("RSICC eval.py: captions as vocabulary-id strings (no PTB tokenizer); change / no_change "
                         "groups from each pair's 2nd reference; change / no-change classification accuracy")
     comparable_with_rcc: bool = False
+    own_groups: ClassVar[Optional[str]] = "change / no_change groups from each pair's 2nd reference"
 
     @staticmethod
     def tokenize(texts: list[str]) -> list[str]:
@@ -202,16 +209,23 @@ class RsiccProtocol(Protocol):
         return {"classification_accuracy": out}
 
 
-#: ``--protocol`` name -> class
-PROTOCOLS: dict[str, type[Protocol]] = {"rcc": Protocol, "blip2idc": Blip2IdcProtocol, "rsicc": RsiccProtocol}
+#: ``--protocol`` name -> class; a new protocol is one class and one line
+PROTOCOLS = Registry("protocol", {
+    "rcc": "idc_toolkit.evaluators.protocols:Protocol",
+    "blip2idc": "idc_toolkit.evaluators.protocols:Blip2IdcProtocol",
+    "rsicc": "idc_toolkit.evaluators.protocols:RsiccProtocol",
+})
 
 
 def get_protocol(name: str, drop_last_batch: int = 0) -> Protocol:
-    if name not in PROTOCOLS:
-        raise EvaluationError(f"unknown --protocol {name!r}; choose one of {', '.join(PROTOCOLS)}")
-    if drop_last_batch and name != "blip2idc":
-        raise EvaluationError("--drop-last-batch reproduces BLIP2IDC's loaders; it needs --protocol blip2idc")
-    protocol = PROTOCOLS[name]()
-    if isinstance(protocol, Blip2IdcProtocol):
-        protocol.drop_last_batch = drop_last_batch
-    return protocol
+    cls = PROTOCOLS.get(name)
+    if drop_last_batch and not cls.takes_drop_last_batch:
+        takers = [n for n in PROTOCOLS if PROTOCOLS.get(n).takes_drop_last_batch]
+        raise EvaluationError(f"--drop-last-batch reproduces a released loader; it needs --protocol {' or '.join(takers)}")
+    return cls(drop_last_batch=drop_last_batch) if cls.takes_drop_last_batch else cls()
+
+
+def protocol_help() -> str:
+    """``--protocol``'s help: each protocol's one-line description, from its class."""
+    return "; ".join(f"{n}: {PROTOCOLS.get(n)().description}" + ("" if PROTOCOLS.get(n).comparable_with_rcc else " (not comparable)")
+                     for n in PROTOCOLS)

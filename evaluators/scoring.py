@@ -108,10 +108,10 @@ def evaluate(predictions: Predictions, *, dataset: Optional[str] = None, split: 
 
     bootstrap = non_negative_int("--bootstrap", bootstrap)
     drop_last_batch = non_negative_int("--drop-last-batch", drop_last_batch)
-    if protocol == "rsicc" and (groups or group_by or iou_file or iou_column):
-        raise EvaluationError("--protocol rsicc forms its own change / no_change groups from each pair's 2nd reference "
-                              "and would drop --groups / --group-by / IoU groups: run those with --protocol rcc")
     proto = get_protocol(protocol, drop_last_batch)
+    if proto.own_groups and (groups or group_by or iou_file or iou_column):
+        raise EvaluationError(f"--protocol {proto.name} forms its own {proto.own_groups} and would drop --groups / "
+                              "--group-by / IoU groups: run those with --protocol rcc")
     refs = proto.references(load_references(dataset, split, references, categories, id_column, groups, group_by,
                                             iou_file, iou_column))
     preds = proto.predictions(_predictions(predictions), _source(predictions))

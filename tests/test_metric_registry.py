@@ -32,8 +32,12 @@ class WordCountRatio(Metric):
         return {"LenRatio": weights @ self.values[idx] / len(idx)}
 
 
-def test_a_registered_metric_flows_through_scoring_bootstrap_and_comparison(monkeypatch):
-    monkeypatch.setitem(METRICS, "LenRatio", f"{__name__}:WordCountRatio")
+def test_a_registered_metric_flows_through_scoring_bootstrap_and_comparison():
+    with METRICS.added("LenRatio", f"{__name__}:WordCountRatio"):
+        _flows_through()
+
+
+def _flows_through():
     assert resolve_families(["LEN", "bleu"]) == ("LenRatio", "BLEU")
     hyps = {"a": "a red cube", "b": "a small blue sphere moved", "c": "nothing"}
     refs = {"a": ["the red cube", "a red cube"], "b": ["a blue sphere moved left"], "c": ["no change at all"]}

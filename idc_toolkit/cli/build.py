@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..builders import BUILDERS
 
     if args.list:
-        for name, cls in sorted(BUILDERS.items()):
-            print(f"{name:15s} {cls.card.pretty_name}")
+        for name in sorted(BUILDERS):
+            print(f"{name:15s} {BUILDERS.describe(name)}")
         return 0
     if not args.name or not args.raw or not args.out:
         make_parser().error("NAME, --raw and --out are required (or --list)")

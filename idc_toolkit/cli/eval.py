@@ -35,7 +35,7 @@ def _add_reference_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id-column", default="pair_id", help="dataset column holding the prediction ids")
     from ..metrics.registry import METRICS
 
-    p.add_argument("--metrics", nargs="+", help=f"subset of {' '.join(METRICS)} (default: all)")
+    p.add_argument("--metrics", nargs="+", help=f"subset of {' '.join(METRICS)} (default: all this machine computes)")
     p.add_argument("--allow-missing", action="store_true", help="score the pairs that have a prediction")
     p.add_argument("--drop-empty-references", action="store_true", help="drop empty reference strings")
     p.add_argument("--spice-jars", help="folder with Stanford CoreNLP 3.6.0 jars (or IDC_SPICE_JARS)")
@@ -52,7 +52,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
                                   "`idc-eval compare --help`).")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
-    what.add_argument("--model", choices=sorted(MODELS), help="run a checkpoint first (`--model NAME --help` shows its options)")
+    what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
     m = p.add_argument_group("checkpoint runs (--model)")
     m.add_argument("--base-model", help="base model name or local path")
     m.add_argument("--revision", help="base model revision (Hub)")
@@ -78,12 +78,9 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--bootstrap", type=arg_type(non_negative_int, "--bootstrap"), default=0, metavar="N",
                    help="95%% bootstrap intervals from N resamples")
-    from ..evaluators.protocols import PROTOCOLS
+    from ..evaluators.protocols import PROTOCOLS, protocol_help
 
-    p.add_argument("--protocol", default="rcc", choices=list(PROTOCOLS),
-                   help="rcc: RobustChangeCaptioning evaluate.py (RCC ids and type_mapping.json accepted); blip2idc: "
-                        "BLIP2IDC eval_utils.py (no-change predictions replaced by a reference; not comparable); "
-                        "rsicc: RSICC eval.py (vocabulary-id captions, LEVIR-CC; not comparable)")
+    p.add_argument("--protocol", default="rcc", choices=PROTOCOLS.names(), help=protocol_help())
     from ..evaluators.layouts import LAYOUTS
 
     p.add_argument("--layout", nargs="+", choices=[*LAYOUTS, "all"],

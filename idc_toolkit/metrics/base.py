@@ -45,6 +45,8 @@ class Metric:
     columns: ClassVar[tuple[str, ...]]
     #: the column charts show for this family
     chart_column: ClassVar[str]
+    #: ``{column: short name}`` of the columns the papers' tables print (``Bleu_4``: ``B4``)
+    paper_columns: ClassVar[dict[str, str]] = {}
     #: True: :meth:`compute` may run in a thread beside the other metrics' (a JVM does the work)
     background: ClassVar[bool] = False
     #: True: only computed when asked for (needs something not every machine has)

@@ -72,6 +72,7 @@ class Bleu(Metric):
     family = "BLEU"
     columns = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
     chart_column = "Bleu_4"
+    paper_columns = {"Bleu_4": "B4"}
 
     def compute(self, hypotheses, references) -> None:
         self.cache = BleuCache(hypotheses, references)

@@ -174,6 +174,7 @@ class CiderD(Metric):
     aliases = ("cider-d", "ciderd")
     columns = ("CIDEr",)
     chart_column = "CIDEr"
+    paper_columns = {"CIDEr": "C"}
 
     def compute(self, hypotheses, references) -> None:
         self.cache = CiderCache(hypotheses, references)

@@ -417,6 +417,7 @@ class Meteor(Metric):
     family = "METEOR"
     columns = ("METEOR",)
     chart_column = "METEOR"
+    paper_columns = {"METEOR": "M"}
     background = True  # alignment runs in the JVM while the other metrics compute
 
     def start(self) -> None:

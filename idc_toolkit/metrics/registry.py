@@ -6,23 +6,22 @@ A new metric is one module in this folder and one line here.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
+from ..registry import Registry
 
-METRICS = {
+METRICS = Registry("metric", {
     "BLEU": "idc_toolkit.metrics.bleu:Bleu",
     "METEOR": "idc_toolkit.metrics.meteor:Meteor",
     "ROUGE_L": "idc_toolkit.metrics.rouge:RougeL",
     "CIDEr": "idc_toolkit.metrics.cider:CiderD",
     "SPICE": "idc_toolkit.metrics.spice:Spice",
-}
+})
 
 
 def metric_class(family: str):
-    module, name = METRICS[family].split(":")
-    return getattr(import_module(module), name)
+    return METRICS.get(family)
 
 
 def default_families(spice_jars: Optional[str] = None) -> tuple[str, ...]:
@@ -61,5 +60,16 @@ def chart_columns(families: Sequence[str]) -> tuple[str, ...]:
     return tuple(metric_class(f).chart_column for f in families)
 
 
-#: every column the registry's metrics produce, in table order
-ALL_COLUMNS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE")
+def required_families() -> tuple[str, ...]:
+    """The families every machine computes (no optional requirement such as SPICE's jars)."""
+    return tuple(f for f in METRICS if not metric_class(f).optional)
+
+
+def paper_columns() -> dict[str, str]:
+    """``{column: short name}`` of the columns the papers' tables print (B4 M R C S), in table order."""
+    return {column: short for f in METRICS for column, short in metric_class(f).paper_columns.items()}
+
+
+def all_columns() -> tuple[str, ...]:
+    """Every column the registry's metrics produce, in table order."""
+    return columns(tuple(METRICS))

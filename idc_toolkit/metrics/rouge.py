@@ -25,6 +25,7 @@ class RougeL(Metric):
     aliases = ("rouge", "rouge-l")
     columns = ("ROUGE_L",)
     chart_column = "ROUGE_L"
+    paper_columns = {"ROUGE_L": "R"}
 
     def compute(self, hypotheses, references) -> None:
         self.values = rouge_scores(hypotheses, references)

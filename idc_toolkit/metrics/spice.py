@@ -117,6 +117,7 @@ class Spice(Metric):
     family = "SPICE"
     columns = ("SPICE",)
     chart_column = "SPICE"
+    paper_columns = {"SPICE": "S"}
     optional = True
 
     def __init__(self, spice_jars: Optional[str] = None):

@@ -7,22 +7,19 @@ model is asked for."""
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from ..errors import IDCError
+from ..registry import Registry
 
-MODELS = {
+#: model name -> the module holding its RUNNER (and RECIPE)
+MODELS = Registry("model", {
     "blip2idc": "idc_toolkit.models.blip2idc",
     "davir": "idc_toolkit.models.davir",
     "vlm": "idc_toolkit.models.vlm",
-}
+})
 
 
 def _module(name: str):
-    try:
-        return import_module(MODELS[name])
-    except KeyError:
-        raise IDCError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}") from None
+    return MODELS.get(name)
 
 
 def get_runner_class(name: str):
