@@ -36,7 +36,7 @@ def main() -> None:
     args = p.parse_args()
     from photo_pairs import pasted_pairs, write_pairs_dataset
 
-    from idc_toolkit.models.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
+    from idc_toolkit.demo.tiny import save_tiny_chat_lm, save_tiny_instruct_pix2pix
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

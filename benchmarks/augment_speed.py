@@ -23,7 +23,7 @@ def main() -> None:
 
     from idc_toolkit.augment import AugmentConfig, Editor, edit_seed
     from idc_toolkit.demo.generator import generate_demo_release
-    from idc_toolkit.models.tiny import save_tiny_instruct_pix2pix
+    from idc_toolkit.demo.tiny import save_tiny_instruct_pix2pix
     from idc_toolkit.devices import resolve_device
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

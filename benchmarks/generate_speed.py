@@ -25,7 +25,7 @@ def main() -> None:
     from idc_toolkit.models.generation import dataset_rows, _decode
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_runner_class
-    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
     from idc_toolkit.devices import resolve_device
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

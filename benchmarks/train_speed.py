@@ -33,7 +33,7 @@ def main() -> None:
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.entities.column import add_change_entities
     from idc_toolkit.masks.column import add_change_masks
-    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=40)

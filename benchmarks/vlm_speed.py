@@ -35,7 +35,7 @@ def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: in
         from transformers import AutoConfig, Qwen2VLForConditionalGeneration
 
         from idc_toolkit.models.layouts import real_config
-        from idc_toolkit.models.tiny_vlm import save_tiny_vlm
+        from idc_toolkit.demo.tiny_vlm import save_tiny_vlm
 
         save_tiny_vlm("qwen2_vl", folder)  # the processor; the weights below replace the tiny ones
         tiny = AutoConfig.from_pretrained(folder)
@@ -47,7 +47,7 @@ def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: in
             setattr(config.text_config, name, getattr(tiny.text_config, name))
         Qwen2VLForConditionalGeneration(config).to(torch.bfloat16).save_pretrained(folder)
     else:
-        from idc_toolkit.models.tiny_vlm import save_tiny_vlm
+        from idc_toolkit.demo.tiny_vlm import save_tiny_vlm
 
         save_tiny_vlm(arch, folder)
     runner = VlmRunner(str(folder), None, device, "auto", DatasetFacts(pair_style="scene"), max_new_tokens=12)

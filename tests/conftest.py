@@ -227,8 +227,8 @@ class TinyModels:
     def __call__(self, name: str) -> Path:
         folder = self.root / name
         if not folder.exists():
-            from idc_toolkit.models import tiny
-            from idc_toolkit.models.tiny_vlm import ARCHITECTURES, save_tiny_vlm
+            from idc_toolkit.demo import tiny
+            from idc_toolkit.demo.tiny_vlm import ARCHITECTURES, save_tiny_vlm
 
             makers = {"blip2": tiny.save_tiny_blip2, "iblip": tiny.save_tiny_instructblip,
                       "ip2p": tiny.save_tiny_instruct_pix2pix, "chat": tiny.save_tiny_chat_lm,

@@ -24,7 +24,7 @@ def models(tmp_path_factory, tiny_models):
 
     from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
 
-    from idc_toolkit.models.tiny import blip2idc_targets, davir_targets, save_lora_adapter
+    from idc_toolkit.demo.tiny import blip2idc_targets, davir_targets, save_lora_adapter
 
     root = tmp_path_factory.mktemp("models")
     for name in ("blip2", "iblip"):  # the session's shared bases, linked (this module only reads them)

@@ -1,14 +1,14 @@
-"""The README's and the docs' examples, run as written on the demo's data.
+"""The README's and the docs' examples, run as written.
 
 Every ```bash block of README.md and of the ``docs/`` pages (in ``PAGES`` order, the order a
-reader meets them) and the README's first ```python block are executed command by command, in a scratch working directory: what one example writes (``data/``,
-``runs/``, ``eval/``) is what the next one reads. Optional ``[...]`` parts and ``# comments``
-are dropped. The only other changes are those a machine without weights, GPUs, raw releases or
-network forces, each one listed in ``SUBSTITUTIONS`` (tiny random models for the named
-checkpoints, ``--device cpu``, a few steps instead of an epoch, the local builds for Hub ids);
-each must apply somewhere, so a README edit that leaves one unused fails here. Every command
-is either run or listed in ``NOT_RUN`` with the reason and the test that covers it instead,
-and none may write into the source tree.
+reader meets them) and the README's ```python block are executed command by command, in a
+scratch working directory holding what a reader has after the README's setup line: the demo's
+``idc_demo/`` (``idc-demo --out idc_demo``, run here on a smaller canvas), a raw Spot-the-Diff
+release under ``raw/spot-the-diff`` and the predictions and reference files the scoring examples
+name. Nothing in a command is replaced: the examples name the demo's folders and the tiny
+stand-ins ``python -m idc_toolkit.demo.stand_ins idc_demo/models`` writes. Optional ``[...]`` parts and
+``# comments`` are dropped. Every command is either run or listed in ``NOT_RUN`` with the reason
+and the test that covers it instead, and none may write into the source tree.
 
 Commands run in-process through each console script's ``main`` (``torchrun -m MODULE``: the
 module's ``main`` as one rank; ranks are tested in test_run_engines / test_training), which
@@ -23,46 +23,15 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TINY_CLIP, make_emu_edit, make_spot_the_diff
+from conftest import REPO, make_spot_the_diff
 
 pytestmark = pytest.mark.java
-
-FAST_TRAIN = "--device cpu --max-steps 2 --batch-size 4 --val-limit 2 --no-progress"
-RELEASED_ADAPTER = "BLIP2IDC/code_release/weights/spot_sota/spot_1e-4_rank_8_seed_1234__8_15.bin.opt"
-
-#: (README text, what runs instead, why): applied in this order to each joined command
-SUBSTITUTIONS: list[tuple[str, str, str]] = [
-    ("path/to/spot-the-diff", "{spot_raw}", "a tiny raw Spot-the-Diff release in the real layout"),
-    ("raw/spot-the-diff", "{spot_raw}", "the same raw release, from Python"),
-    ("idc_toolkit/", "data/", "Hub ids resolve to the local builds of the same datasets (no network)"),
-    ("--sam-checkpoint sam_vit_h_4b8939.pth", "--sam-checkpoint {sam} --sam-type tiny", "a tiny random SAM"),
-    ("--clip-model ViT-L-14 --clip-checkpoint open_clip_vit_l14.bin",
-     "--clip-model tiny-clip --clip-config {clip} --random-weights", "a tiny random open_clip model"),
-    ('clip_model="ViT-L-14", clip_checkpoint="open_clip_vit_l14.bin"',
-     'clip_model="tiny-clip", clip_config=r"{clip}", random_weights=True', "the same, from Python"),
-    ("--editor path/to/instruct-pix2pix-magicbrush", "--editor {ip2p} --steps 2 --resolution 32",
-     "a tiny random InstructPix2Pix, 2 steps at 32 px"),
-    ("--paraphraser meta-llama/Llama-2-7b-chat-hf", "--paraphraser {chat}", "a tiny random chat LM"),
-    ("--edits-per-image 8 --paraphrases 4", "--edits-per-image 2 --paraphrases 2", "fewer edits, same code"),
-    ("Salesforce/blip2-opt-2.7b --revision 51572668da0eb669e01a189dc22abe6088589a24", "{blip2}",
-     "a tiny random BLIP-2 OPT (a local folder has no revision)"),
-    ("Salesforce/blip2-opt-2.7b", "{blip2}", "the same model without a pinned revision"),
-    ("Salesforce/instructblip-vicuna-7b", "{iblip}", "a tiny random InstructBLIP-Vicuna"),
-    ("Qwen/Qwen2-VL-2B-Instruct", "{vlm}", "a tiny random Qwen2-VL with a Qwen-style chat template"),
-    ("--device cuda", "--device cpu", "no GPU"),
-    ("--dtype float16", "--dtype float32", "float16 matmuls are a GPU's"),
-    ("idc-train --model blip2idc", "idc-train --model blip2idc --base-model {blip2} " + FAST_TRAIN, "2 steps"),
-    ("idc-train --model davir", "idc-train --model davir --base-model {iblip} " + FAST_TRAIN, "2 steps"),
-    ("--bootstrap 1000", "--bootstrap 100", "fewer resamples, same code"),
-    ("bootstrap=1000", "bootstrap=100", "the same, from Python"),
-]
 
 #: commands not run, with the reason and where the same code is tested
 NOT_RUN: dict[str, str] = {
@@ -109,61 +78,28 @@ def _python_block() -> str:
     return next(b for b in _blocks("python", ["README.md"]) if "import idc_toolkit as idc" in b)
 
 
-def _substitute(command: str, values: dict[str, str], used: set[str]) -> str:
-    for old, new, _why in SUBSTITUTIONS:
-        if old in command:
-            used.add(old)
-            command = command.replace(old, new.format(**values))
-    return command
-
-
 @pytest.fixture(scope="module")
-def workdir(demo_dataset, tiny_models, tmp_path_factory):
-    """The scratch directory, holding what the README assumes a reader has: the raw releases,
-    the demo dataset as ``data/clevr_change``, checkpoints (tiny and random), predictions."""
-    from transformers import Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
+def workdir(tmp_path_factory):
+    """The scratch directory, holding what a reader has after the README's setup line."""
+    from idc_toolkit.cli.demo import main as demo
+    from idc_toolkit.demo.generator import generate_demo_release
 
-    from idc_toolkit.builders import make_builder
-
-    from idc_toolkit.building.pipeline import build_dataset
-    from idc_toolkit.masks.sam import build_tiny_sam
-    from idc_toolkit.models import tiny
-    import torch
-
-    root = tmp_path_factory.mktemp("readme")
-    models = root / "models"
-    values = {
-        "spot_raw": str(make_spot_the_diff(root / "raw_spot", {
-            "train": [{"img_id": str(i), "sentences": [f"the car {i} left", "a car is gone"]} for i in range(1, 5)],
-            "val": [{"img_id": "5", "sentences": ["a person appeared"]}],
-            "test": [{"img_id": str(i), "sentences": [f"the bike {i} moved", "a bike moved"]} for i in range(6, 9)]})),
-        "blip2": str(tiny_models("blip2")),
-        "iblip": str(tiny_models("iblip")),
-        "ip2p": str(tiny_models("ip2p")),
-        "chat": str(tiny_models("chat")),
-        "vlm": str(tiny_models("qwen2_vl")),
-        "sam": str(models / "sam_tiny.pth"),
-        "clip": str(models / "tiny-clip.json"),
-    }
-    models.mkdir(parents=True, exist_ok=True)
-    torch.save(build_tiny_sam().state_dict(), values["sam"])
-    Path(values["clip"]).write_text(json.dumps(TINY_CLIP))
-    work = root / "work"
-    shutil.copytree(demo_dataset, work / "data" / "clevr_change")
-    emu = make_emu_edit(root / "raw_emu", {"validation": [{"idx": i, "instruction": f"add a red hat {i}", "task": "add"}
-                                                          for i in range(2)]})
-    build_dataset(make_builder("emu_edit", emu), work / "data" / "emu_edit", progress=False)
-    # the adapters the README names: BLIP2IDC's released peft 0.5 folder, and two of today's format
-    def blip2():  # a fresh model per adapter (peft wraps the model it is given)
-        return Blip2ForConditionalGeneration.from_pretrained(values["blip2"])
-
-    # as released: its config names the paper's Hub base, so applying it to the tiny copy warns (asserted below)
-    tiny.save_lora_adapter(blip2(), work / RELEASED_ADAPTER, tiny.blip2idc_targets(12), old_format=True)
-    tiny.save_lora_adapter(blip2(), work / "blip2idc_lora", tiny.blip2idc_targets(12), seed=1, base_name=values["blip2"])
-    iblip = InstructBlipForConditionalGeneration.from_pretrained(values["iblip"])
-    tiny.save_lora_adapter(iblip, work / "davir_lora", tiny.davir_targets(), base_name=values["iblip"])
-    _write_prediction_files(work, demo_dataset)
-    return work, values
+    work = tmp_path_factory.mktemp("readme")
+    make_spot_the_diff(work / "raw" / "spot-the-diff", {
+        "train": [{"img_id": str(i), "sentences": [f"the car {i} left", "a car is gone"]} for i in range(1, 5)],
+        "val": [{"img_id": "5", "sentences": ["a person appeared"]}],
+        "test": [{"img_id": str(i), "sentences": [f"the bike {i} moved", "a bike moved"]} for i in range(6, 9)]})
+    # the demo's default scene ids on a smaller canvas (the pair ids the examples name are the demo's)
+    generate_demo_release(work / "idc_demo" / "raw", n_per_type=40, size=(112, 84), seed=1)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert demo(["--out", "idc_demo", "--bootstrap", "20"]) == 0
+    finally:
+        os.chdir(cwd)
+    _write_prediction_files(work, work / "idc_demo" / "clevr_change_demo")
+    return work
 
 
 def _write_prediction_files(work: Path, dataset: Path) -> None:
@@ -178,8 +114,6 @@ def _write_prediction_files(work: Path, dataset: Path) -> None:
         (work / name).write_text(json.dumps(data))
 
     write("preds.json", {pid: caps[-1] for pid, caps in captions.items()})
-    write("preds_a.json", {pid: caps[0] for pid, caps in captions.items()})
-    write("preds_b.json", {pid: "the scene is the same" for pid in captions})
     ids = list(captions)
     write("coco_refs.json", {"images": [{"id": pid} for pid in ids],
                              "annotations": [{"image_id": pid, "id": k * 100 + j, "caption": c}
@@ -214,6 +148,8 @@ def _run(command: str) -> None:
     elif argv[:2] == ["python", "-c"]:
         exec(compile(argv[2], "<README python -c>", "exec"), {})
         return
+    elif argv[:2] == ["python", "-m"]:
+        module, args = argv[2], argv[3:]
     else:
         raise AssertionError(f"the README runs a program this test does not know: {command}")
     rc = import_module(module).main(args)
@@ -221,12 +157,11 @@ def _run(command: str) -> None:
 
 
 def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
-    work, values = workdir
+    work = workdir
     monkeypatch.chdir(work)
     monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "0")
     monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "1")
     tree_before = _source_tree_state()
-    used: set[str] = set()
     ran, skipped = [], []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -235,33 +170,31 @@ def test_readme_examples_run_as_written(workdir, monkeypatch, capsys):
                 if command in NOT_RUN:
                     skipped.append(command)
                     continue
-                assert "..." not in command, f"a README command with a placeholder, neither runnable nor in NOT_RUN: {command}"
-                _run(os.path.expandvars(_substitute(command, values, used)))
+                assert "..." not in command, f"a command with a placeholder, neither runnable nor in NOT_RUN: {command}"
+                _run(os.path.expandvars(command))
                 ran.append(command)
-        code = _substitute(_python_block(), values, used)
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(code, "<README python>", "exec"), {})
+            exec(compile(_python_block(), "<README python>", "exec"), {})
     capsys.readouterr()
-    # the toolkit's own warnings: only the released adapter's base name (the paper's Hub id, not the local copy)
     ours = {str(w.message) for w in caught if "idc_toolkit" in w.filename or "/evaluators/" in w.filename}
-    assert ours == {f"adapter {RELEASED_ADAPTER} was trained on 'Salesforce/blip2-opt-2.7b'; applying it to '{values['blip2']}'"}
+    assert ours == set(), "the examples warn"
 
-    assert sorted(skipped) == sorted(NOT_RUN), "a NOT_RUN entry no longer in the README"
-    assert used == {old for old, _new, _why in SUBSTITUTIONS}, f"unused substitutions: {set(s for s, _, _ in SUBSTITUTIONS) - used}"
+    assert sorted(skipped) == sorted(NOT_RUN), "a NOT_RUN entry no longer in the docs"
     assert len(ran) >= 20
     # what the examples claim exists, where they say it is
     from datasets import load_dataset
 
     assert set(load_dataset("data/spot_the_diff")) == {"train", "validation", "test"}
     assert (work / "data/view/index.html").is_file() and (work / "data/figure/figure.pdf").is_file()
-    assert (work / "data/view_blip2idc/index.html").is_file() and (work / "data/lmms_tasks/idc_clevr_change.yaml").is_file()
+    assert (work / "data/view_py/index.html").is_file() and (work / "data/lmms_tasks/idc_clevr_change.yaml").is_file()
     assert json.loads((work / "eval/qwen2vl_zero_shot/model.json").read_text())["model"] == "vlm"
-    for folder in ("data/clevr_change_masks", "data/clevr_change_entities", "data/syned_aug", "runs/blip2idc/adapter",
-                   "runs/davir/adapter", "eval/blip2idc_spot", "eval/davir/attention", "eval/blip2idc"):
+    for folder in ("data/demo_masks", "data/demo_masks_ranks", "data/demo_entities", "data/demo_aug",
+                   "runs/blip2idc/adapter", "runs/davir/adapter", "eval/davir/attention", "eval/blip2idc",
+                   "eval/blip2idc_ranks", "eval/davir_trained", "eval/first_look", "eval/py_blip2idc"):
         assert (work / folder).is_dir(), folder
     assert json.loads((work / "eval/clevr_test/metrics.json").read_text())["by_category"]["move"]["n"] > 0
-    assert (work / "eval/first_look/metrics.json").is_file()
-    assert _source_tree_state() == tree_before, "a README example wrote into the source tree"
+    assert load_dataset("data/demo_aug", split="train").num_rows == 4 * 2  # --limit 4 rows, 2 edits each
+    assert _source_tree_state() == tree_before, "an example wrote into the source tree"
 
 
 def _source_tree_state() -> str:

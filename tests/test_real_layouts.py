@@ -55,7 +55,7 @@ def test_the_released_blip2idc_target_list_is_accepted_on_the_real_layout():
     """The released adapter_config.json names layers 0..11; the real Q-Former has 6 of them: peft
     accepts that, and so does the check. A wrong shape or another architecture is still refused."""
     from idc_toolkit.models.adapters import check_adapter
-    from idc_toolkit.models.tiny import blip2idc_targets
+    from idc_toolkit.demo.tiny import blip2idc_targets
 
     targets = blip2idc_targets(12)
     assert len(targets) == 18
@@ -161,7 +161,7 @@ def measured_setups(tmp_path_factory):
     """The real configurations with the tiny tokenizers beside them, as the GPU runs had them."""
     import shutil
 
-    from idc_toolkit.models import tiny
+    from idc_toolkit.demo import tiny
 
     root = tmp_path_factory.mktemp("gpu_setups")
     folders = {}

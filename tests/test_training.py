@@ -19,7 +19,7 @@ pytestmark = pytest.mark.java
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
     root = tmp_path_factory.mktemp("bases")
     return {"blip2idc": save_tiny_blip2(root / "blip2"), "davir": save_tiny_instructblip(root / "iblip")}
@@ -231,7 +231,7 @@ def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(b
 
     from safetensors.torch import load_file
 
-    from idc_toolkit.models.tiny import save_tiny_blip2
+    from idc_toolkit.demo.tiny import save_tiny_blip2
 
     base = save_tiny_blip2(tmp_path / "no_dropout", dropout=0.0)
     common = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--split", "train[:24]", "--base-model", str(base),

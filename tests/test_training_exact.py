@@ -14,7 +14,7 @@ from idc_toolkit.training import resolve_settings, train  # noqa: E402
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    from idc_toolkit.models.tiny import save_tiny_blip2, save_tiny_instructblip
+    from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
     root = tmp_path_factory.mktemp("exact_bases")
     return {"blip2idc": save_tiny_blip2(root / "blip2"), "left": save_tiny_instructblip(root / "left", padding_side="left"),
@@ -108,7 +108,7 @@ def test_gradient_accumulation_is_exact(bases, demo_dataset, tmp_path):
     first step is lr * sign(gradient), which float noise flips where a gradient is ~0."""
     from safetensors.torch import load_file
 
-    from idc_toolkit.models.tiny import save_tiny_blip2
+    from idc_toolkit.demo.tiny import save_tiny_blip2
 
     base = save_tiny_blip2(tmp_path / "no_dropout", dropout=0.0)
 

@@ -160,7 +160,7 @@ def test_tiny_byte_level_tokenizers_are_the_same_in_every_process():
     import subprocess
     import sys
 
-    code = ("import json; from idc_toolkit.models.tiny import tiny_tokenizer; "
+    code = ("import json; from idc_toolkit.demo.tiny import tiny_tokenizer; "
             "print(json.dumps(tiny_tokenizer().get_vocab(), sort_keys=True))")
     vocabs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}

@@ -33,8 +33,9 @@ from datasets import ClassLabel, Value
 from .. import __version__
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
+from ..checks import positive_int
 from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, run_job
-from ..runs.rows import decode_image
+from ..runs.rows import ListRows, decode_image
 from ..schema import CATEGORY, pair_features
 from .editor import edit_seed, editor_input
 from .paraphrase import TEMPERATURE, TOP_P
@@ -165,12 +166,15 @@ class AugmentTask:
 
 def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: AugmentConfig, split: str = "train",
                     instruction_column: Optional[str] = None, shard: tuple[int, int] = (0, 1), device: str = "cpu",
-                    overwrite: bool = False, progress: bool = True, engine: str = "local",
+                    overwrite: bool = False, progress: bool = True, engine: str = "local", limit: Optional[int] = None,
                     **engine_options: Any) -> dict[str, Any]:
-    """Write the augmented dataset (see module docstring); returns the report."""
+    """Write the augmented dataset (see module docstring); returns the report. ``limit``: only the
+    split's first rows (a trial run)."""
     out = output_folder(out_dir, IDCError)
     source = input_folder(source, IDCError, progress)  # a store's dataset: its local copy
     rows, src_features, src_fp = open_split(source, split, progress)
+    if limit is not None:
+        rows = ListRows(rows.read(0, min(positive_int("--limit", limit), len(rows))))
     column = instruction_column or "captions"
     for needed in ("pair_id", "before", column):
         if needed not in src_features:
@@ -184,7 +188,7 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
     fields = {"input": src_fp, "split": split, "instruction_column": column, **asdict(cfg), **asdict(models),
               "editor_sha256": path_content(models.editor), "paraphraser_sha256": path_content(models.paraphraser),
               "clip_checkpoint_sha256": path_content(models.clip_checkpoint), "clip_config": path_content(models.clip_config),
-              "toolkit": __version__}
+              "toolkit": __version__, **({"limit": limit} if limit is not None else {})}  # runs without one keep their fingerprint
     folder = RunFolder(out, "augment", fields, owned=("data", "README.md", REPORT_FILE), progress=progress).open(overwrite)
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}

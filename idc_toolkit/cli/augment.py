@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..checks import arg_type, positive_int
 from ..errors import IDCError
 from . import common
 
@@ -17,6 +18,7 @@ def make_parser():
     p.add_argument("--dataset", "--source", dest="source", required=True,
                    help="an idc-build folder or Hub dataset id with before images and instructions" + common.STORE_DATASET)
     p.add_argument("--split", default="train", help="source split to augment")
+    p.add_argument("--limit", type=arg_type(positive_int, "--limit"), help="only the first N rows of the split (a trial run)")
     p.add_argument("--instruction-column", help="column holding the instruction (default: the first of captions)")
     p.add_argument("--editor", help="diffusers InstructPix2Pix pipeline: name or local folder (not with --paraphrase-only)")
     p.add_argument("--paraphrase-only", action="store_true",
@@ -60,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         models = Models(args.editor, args.paraphraser, args.clip_model, args.clip_checkpoint, args.clip_config)
         report = augment_dataset(args.source, args.out, models, cfg, args.split, args.instruction_column,
                                  device=resolve_device(args.device) if args.engine == "local" else args.device,
-                                 overwrite=args.overwrite, progress=not args.no_progress, **common.engine_options(args))
+                                 overwrite=args.overwrite, progress=not args.no_progress, limit=args.limit,
+                                 **common.engine_options(args))
         print(json.dumps(report, indent=1, default=str))
         if report["complete"] and report.get("edits") == 0 and not args.paraphrase_only:
             raise IDCError(f"no edited pair was kept (CLIP filter rejections: {report.get('rejected_by_clip')}); "

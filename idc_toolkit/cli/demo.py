@@ -155,7 +155,7 @@ def _with_models(args, out: Path) -> int:
             return code
     print("[+4] idc-eval --model vlm: a general multi-image chat model zero-shot (a tiny RANDOM Qwen2-VL: "
           "shows the route a real one takes, its captions mean nothing)")
-    from ..models.tiny_vlm import save_tiny_vlm
+    from ..demo.tiny_vlm import save_tiny_vlm
 
     vlm = out / "models" / "tiny_qwen2_vl"
     if not (vlm / "config.json").is_file():

@@ -81,7 +81,7 @@ def save_tiny_blip2(folder: Path | str, seed: int = 0, dropout: float = 0.1) -> 
 
 def blip2idc_targets(n_qformer_layers: int) -> list[str]:
     """BLIP2IDC's released target list (:func:`~.blip2idc.released_targets`)."""
-    from .blip2idc import released_targets
+    from ..models.blip2idc import released_targets
 
     return released_targets(n_qformer_layers)
 
@@ -197,3 +197,4 @@ def save_tiny_instruct_pix2pix(folder: Path | str, seed: int = 0) -> Path:
     folder = Path(folder)
     pipe.save_pretrained(folder)
     return folder
+
