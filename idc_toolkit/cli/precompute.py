@@ -22,34 +22,12 @@ def _add_run_options(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-#: the numeric MaskParams fields the CLI exposes, each as --name-with-dashes
-MASK_PARAM_HELP = {
-    "resize": "working resolution (long side, pixels)", "delta": "floor of the difference threshold (0-255 levels, after alignment)",
-    "noise_k": "threshold = max(delta, noise_k x the pair's noise level)",
-    "eps": "DBSCAN radius (pixels)", "min_samples": "DBSCAN core-point neighbours",
-    "max_shift": "largest camera shift compensated (pixels)", "tau": "SAM mask kept when its IoU with the cluster reaches this",
-    "min_region": "clusters under this many pixels are dropped",
-    "grow": "hysteresis steps into the partly covered edge pixels (0: none)",
-    "grow_ratio": "a grown pixel's envelope distance must exceed this x the threshold",
-    "clean_grow": "hysteresis steps on a clean pair, by plain difference alone (0: none)",
-    "clean_subpixel": "a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...",
-    "clean_noise": "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)",
-    "clean_min_samples": "DBSCAN core-point neighbours on a clean pair", "clean_min_region": "... and its smallest cluster",
-    "white_ratio": "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones",
-    "white_seed_k": "on a still pair with white noise the plain difference seeds above this x its median ...",
-    "white_grow_k": "... and the growth follows it above this x its median",
-    "subpixel_seed_k": "on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)",
-    "subpixel_grow_k": "... and the growth also follows it above this x its threshold (0: off)",
-    "texture_grow_k": "on a pair neither clean nor still with white noise, the growth also follows the plain difference "
-                      "above this x the median of pixels of like texture (0: off)",
-    "prune_k": "on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels "
-               "of like texture is dropped (0: off) ...",
-    "prune_pixels": "... when it has fewer pixels than this",
-}
 
 
 def make_parser():
     from ..checks import arg_type
+    from dataclasses import fields
+
     from ..masks.diff import PARAM_CHECKS, MaskParams
 
     d = MaskParams()
@@ -60,15 +38,14 @@ def make_parser():
     _add_run_options(m)
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    for name, text in MASK_PARAM_HELP.items():
-        option = f"--{name.replace('_', '-')}"
-        m.add_argument(option, type=arg_type(PARAM_CHECKS[name], option), default=getattr(d, name), help=text)
-    m.add_argument("--no-subpixel", dest="subpixel", action="store_false",
-                   help="do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)")
-    m.add_argument("--no-fill-holes", dest="fill_holes", action="store_false",
-                   help="per-pixel change masks: not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)")
-    m.add_argument("--keep-unmatched", action="store_true",
-                   help="with SAM: keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
+    for f in fields(MaskParams):  # every flag, default, check and help from the dataclass's fields
+        option = f"--{f.name.replace('_', '-')}"
+        if f.name in PARAM_CHECKS:
+            m.add_argument(option, type=arg_type(PARAM_CHECKS[f.name], option), default=getattr(d, f.name),
+                           help=f.metadata["help"])
+        else:
+            flag, text = f.metadata["help"].split(": ", 1)
+            m.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true", help=text)
 
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
@@ -97,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
                "rows_per_part": args.rows_per_part, **common.engine_options(args)}
         if args.what == "masks":
+            from dataclasses import fields
+
             from ..masks import MaskParams, add_change_masks
 
-            params = MaskParams(**{name: getattr(args, name) for name in MASK_PARAM_HELP}, subpixel=args.subpixel,
-                                keep_unmatched=args.keep_unmatched, fill_holes=args.fill_holes)
+            params = MaskParams(**{f.name: getattr(args, f.name) for f in fields(MaskParams)})
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

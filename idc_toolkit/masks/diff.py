@@ -37,7 +37,7 @@ which is the cluster scikit-learn's expansion order reaches first. Labels equal
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Optional
 
 import numpy as np
@@ -61,6 +61,16 @@ from .align import Alignment, align
 PIPELINE_REVISION = 8
 
 
+def _param(default, help: str, check):
+    """A numeric parameter: its help (the CLI's ``--name-with-dashes``, the docs' table) and range check."""
+    return field(default=default, metadata={"help": help, "check": check})
+
+
+def _switch(default: bool, help: str):
+    """A switch: its help names the CLI flag that flips it."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class MaskParams:
     """Parameters of the diff pipeline; all are recorded in the dataset card."""
@@ -68,32 +78,40 @@ class MaskParams:
     #: longest side of the working resolution (pixels; smaller images are not enlarged). At 224
     #: a pole 2.5 px wide in a 480x320 photograph shrank to 1.2 px and its mask to IoU 0.62;
     #: at 512 the wide benchmark's mean IoU rose from 0.64 to 0.75 (benchmarks/mask_quality.py)
-    resize: int = 512
-    delta: float = 10.0  #: floor of the threshold on the envelope distance (0-255 levels, aligned)
-    noise_k: float = 10.0  #: the threshold is max(delta, noise_k * the pair's noise level)
-    eps: float = 2.0  #: DBSCAN neighbourhood radius (working-resolution pixels)
-    min_samples: int = 6  #: DBSCAN core-point count, the point itself included
-    max_shift: int = 4  #: largest camera shift searched (working-resolution pixels)
-    subpixel: bool = True  #: also estimate the sub-pixel remainder of the shift (SAM prompts and clean pairs use it)
-    tau: float = 0.5  #: IoU a SAM mask needs with its cluster's region to be kept
+    resize: int = _param(512, 'working resolution (long side, pixels)', checks.positive_int)
+    #: floor of the threshold on the envelope distance (0-255 levels, aligned)
+    delta: float = _param(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', checks.non_negative_float)
+    #: the threshold is max(delta, noise_k * the pair's noise level)
+    noise_k: float = _param(10.0, "threshold = max(delta, noise_k x the pair's noise level)", checks.non_negative_float)
+    #: DBSCAN neighbourhood radius (working-resolution pixels)
+    eps: float = _param(2.0, 'DBSCAN radius (pixels)', checks.positive_float)
+    #: DBSCAN core-point count, the point itself included
+    min_samples: int = _param(6, 'DBSCAN core-point neighbours', checks.positive_int)
+    #: largest camera shift searched (working-resolution pixels)
+    max_shift: int = _param(4, 'largest camera shift compensated (pixels)', checks.non_negative_int)
+    #: also estimate the sub-pixel remainder of the shift (SAM prompts and clean pairs use it)
+    subpixel: bool = _switch(True, '--no-subpixel: do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)')
+    #: IoU a SAM mask needs with its cluster's region to be kept
+    tau: float = _param(0.5, 'SAM mask kept when its IoU with the cluster reaches this', checks.unit_interval)
     #: with SAM: keep a cluster's diff region when no SAM mask reaches tau (our option); the
     #: paper (DAVIR §3.1) drops such clusters as background noise, the default
-    keep_unmatched: bool = False
-    min_region: int = 12  #: clusters with fewer pixels are dropped as noise
+    keep_unmatched: bool = _switch(False, "--keep-unmatched: with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
+    #: clusters with fewer pixels are dropped as noise
+    min_region: int = _param(12, 'clusters under this many pixels are dropped', checks.non_negative_int)
     #: on a *clean* pair (see ``clean_grow``) there is no noise for DBSCAN and ``min_region`` to
     #: remove, and they removed real changes: a thin recoloured texture whose truth breaks into
     #: groups of 6-16 pixels lost whole legs. There DBSCAN asks ``clean_min_samples`` and a
     #: cluster ``clean_min_region`` pixels (per pixel: clean < 1% changes 0.959 -> 0.978 mean
     #: IoU, 1-4% 0.976 -> 0.978, measured unclosed; the distractor-only area unchanged; 1 and 2
     #: gave 0.982, kept at 3 and 4 so that a clean pair's lone speck stays out)
-    clean_min_samples: int = 3
-    clean_min_region: int = 4
+    clean_min_samples: int = _param(3, 'DBSCAN core-point neighbours on a clean pair', checks.positive_int)
+    clean_min_region: int = _param(4, '... and its smallest cluster', checks.non_negative_int)
     #: hysteresis steps from the changed pixels into 4-neighbours that changed plainly and lie
     #: above grow_ratio x the threshold in envelope distance (0.75 -> 0.78 mean IoU, measured,
     #: at 0.2); with the clean-pair growth below, 0.6 keeps the mean IoU (0.878) and brings the
     #: worst distractor-only pair (Hubble's stars under all distractors) from 2.37% to 1.95%
-    grow: int = 2
-    grow_ratio: float = 0.6
+    grow: int = _param(2, 'hysteresis steps into the partly covered edge pixels (0: none)', checks.non_negative_int)
+    grow_ratio: float = _param(0.6, "a grown pixel's envelope distance must exceed this x the threshold", checks.non_negative_float)
     #: on a *clean* pair (the alignment's sub-pixel remainder under ``clean_subpixel`` pixels on
     #: both axes, the noise level under ``clean_noise`` and the plain difference's median at most
     #: ``delta / noise_k``) the plain difference is exact, so the
@@ -101,9 +119,9 @@ class MaskParams:
     #: no envelope support asked (mean IoU 0.851 -> 0.877; pairs under no distractor 0.90 ->
     #: 0.95, gamma 0.90 -> 0.95; the noisy, JPEG and sub-pixel pairs keep the guarded growth);
     #: there the plain difference also seeds, above twice the growth's bar
-    clean_grow: int = 4
-    clean_subpixel: float = 0.1
-    clean_noise: float = 0.3
+    clean_grow: int = _param(4, 'hysteresis steps on a clean pair, by plain difference alone (0: none)', checks.non_negative_int)
+    clean_subpixel: float = _param(0.1, 'a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...', checks.non_negative_float)
+    clean_noise: float = _param(0.3, "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)", checks.non_negative_float)
     #: on a *still* pair (no sub-pixel remainder) that is not clean -- noisy, or its plain
     #: difference's median above ``delta / noise_k``, where the clean bars rise with it -- and
     #: whose noise is *white* -- its plain difference as large on the most textured 30% of the
@@ -115,9 +133,9 @@ class MaskParams:
     #: edges (without hole filling: pairs under sensor noise 0.827 -> 0.907 mean IoU, JPEG
     #: 0.827 -> 0.849, the distractor-only mean and maximum unchanged; without the whiteness
     #: test JPEG pairs fell to 0.78 and a distractor-only pair reached 9.6%)
-    white_ratio: float = 1.3
-    white_seed_k: float = 5.0
-    white_grow_k: float = 3.0
+    white_ratio: float = _param(1.3, "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones", checks.non_negative_float)
+    white_seed_k: float = _param(5.0, 'on a still pair with white noise the plain difference seeds above this x its median ...', checks.non_negative_float)
+    white_grow_k: float = _param(3.0, '... and the growth follows it above this x its median', checks.non_negative_float)
     #: on a pair with a sub-pixel remainder, pixels whose *directed* envelope distance
     #: (:func:`directed_envelope_distance`: the other image's range over the 2x2 block the
     #: remainder points to, not its whole 3x3) passes ``subpixel_seed_k`` x its own threshold
@@ -126,7 +144,7 @@ class MaskParams:
     #: distractors combined 0.649 -> 0.671, noisy < 1% 0.713 -> 0.727, the distractor-only
     #: maximum unchanged; as the only distance, 0.856 but a distractor-only pair at 2.76%;
     #: at 1.5x 0.851, at 2x 0.845). 0 turns it off
-    subpixel_seed_k: float = 1.25
+    subpixel_seed_k: float = _param(1.25, 'on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)', checks.non_negative_float)
     #: on such a pair the growth also follows the directed envelope distance above
     #: ``subpixel_grow_k`` x its threshold (still within the envelope's guard, ``grow_ratio``):
     #: a shift under one pixel moves every textured pixel, so the plain difference's median is
@@ -136,7 +154,7 @@ class MaskParams:
     #: the distractor-only maximum 1.72% -> 1.78%. As the growth's only bar, instead of the
     #: plain difference: < 1% 0.895, but thin legs under a sub-pixel shift lost up to 0.02; at
     #: 0.8x that, a distractor-only pair at 2.6%). 0 turns it off
-    subpixel_grow_k: float = 1.0
+    subpixel_grow_k: float = _param(1.0, '... and the growth also follows it above this x its threshold (0: off)', checks.non_negative_float)
     #: on a pair that is neither clean nor still with white noise (JPEG, a sub-pixel remainder)
     #: the growth also enters pixels whose plain difference passes ``texture_grow_k`` x the
     #: median plain difference of the pair's pixels of like texture (:func:`texture_level`):
@@ -149,7 +167,7 @@ class MaskParams:
     #: between two thin legs made hole filling close the gap between them). Without hole
     #: filling: < 1% class 0.898 -> 0.902 mean IoU, JPEG pairs 0.854 -> 0.874; with the pruning
     #: below, measured on the benchmark and on a second draw of its pairs (seed 1). 0 turns it off
-    texture_grow_k: float = 4.0
+    texture_grow_k: float = _param(4.0, 'on a pair neither clean nor still with white noise, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', checks.non_negative_float)
     #: on a pair that is not clean, a cluster of under ``prune_pixels`` pixels whose pixels'
     #: median *excess* (plain difference over the median plain difference of the pair's pixels
     #: of like texture) is under ``prune_k`` is dropped: it stands no clearer than what the
@@ -162,8 +180,8 @@ class MaskParams:
     #: maximum 1.78% -> 0.98% (at 2.5x: 0.901 and a distractor-only pair at 1.57%; at 3.5x
     #: 0.901, at 4x 0.897; under 300 pixels, or under 0.5% of the image, the 1-4% class lost
     #: 0.003; with no size limit the > 12% class lost 0.015). 0 turns it off
-    prune_k: float = 3.0
-    prune_pixels: int = 200
+    prune_k: float = _param(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', checks.non_negative_float)
+    prune_pixels: int = _param(200, '... when it has fewer pixels than this', checks.non_negative_int)
     #: regions as whole objects: each cluster closed (3x3) and its holes filled. An object whose
     #: outline changed but whose inside did not (a uniform object moved by less than its size, a
     #: material change that shows at the outline) is one region, the object, as Segment Anything
@@ -176,7 +194,7 @@ class MaskParams:
     #: change the noise hid (without the closing noisy pairs fell 0.822 -> 0.816, their 1-4%
     #: class 0.841 -> 0.832). On the per-pixel truth of benchmarks/mask_quality.py whole objects
     #: cost 0.05 mean IoU (0.924 -> 0.869; text 0.907 -> 0.777)
-    fill_holes: bool = True
+    fill_holes: bool = _switch(True, '--no-fill-holes: per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)')
 
     def __post_init__(self) -> None:
         for name, check in PARAM_CHECKS.items():  # refused where set, in one line naming it
@@ -188,18 +206,8 @@ class MaskParams:
 
 #: the range of every numeric :class:`MaskParams` field (``idc-precompute masks`` parses its
 #: options with them too): a value outside makes every mask meaningless
-PARAM_CHECKS = {
-    "resize": checks.positive_int, "delta": checks.non_negative_float, "noise_k": checks.non_negative_float,
-    "eps": checks.positive_float, "min_samples": checks.positive_int, "max_shift": checks.non_negative_int,
-    "tau": checks.unit_interval, "min_region": checks.non_negative_int, "grow": checks.non_negative_int,
-    "grow_ratio": checks.non_negative_float, "clean_grow": checks.non_negative_int,
-    "clean_subpixel": checks.non_negative_float, "clean_noise": checks.non_negative_float,
-    "white_ratio": checks.non_negative_float, "white_seed_k": checks.non_negative_float,
-    "white_grow_k": checks.non_negative_float, "subpixel_seed_k": checks.non_negative_float,
-    "clean_min_samples": checks.positive_int, "clean_min_region": checks.non_negative_int,
-    "subpixel_grow_k": checks.non_negative_float, "texture_grow_k": checks.non_negative_float,
-    "prune_k": checks.non_negative_float, "prune_pixels": checks.non_negative_int,
-}
+#: the range check of each numeric field (the CLI's argument types, the dataclass's own check)
+PARAM_CHECKS = {f.name: f.metadata["check"] for f in fields(MaskParams) if "check" in f.metadata}
 
 
 @dataclass

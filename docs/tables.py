@@ -1,0 +1,114 @@
+"""The docs' reference tables, generated from the code that defines them.
+
+``python docs/tables.py`` rewrites every block between ``<!-- table:NAME -->`` and
+``<!-- /table:NAME -->`` in ``docs/*.md``; ``tests/test_docs_tables.py`` fails when one differs
+from what the code says (a parameter added, a default changed, a plug-in registered), so no
+table is typed twice.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+
+
+def _row(*cells) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def mask_params() -> str:
+    from idc_toolkit.masks.diff import PARAM_CHECKS, MaskParams
+
+    lines = [_row("field", "flag", "default", "what it does"), _row("---", "---", "---:", "---")]
+    for f in fields(MaskParams):
+        text = f.metadata["help"]
+        flag = f"`--{f.name.replace('_', '-')}`" if f.name in PARAM_CHECKS else f"`{text.split(': ', 1)[0]}`"
+        lines.append(_row(f"`{f.name}`", flag, f.default, text.split(": ", 1)[1] if f.name not in PARAM_CHECKS else text))
+    return "\n".join(lines)
+
+
+def protocols() -> str:
+    from idc_toolkit.evaluators.protocols import PROTOCOLS
+
+    lines = [_row("`--protocol`", "reproduces", "comparable with `rcc`"), _row("---", "---", "---")]
+    for name in PROTOCOLS:
+        cls = PROTOCOLS.get(name)
+        lines.append(_row(f"`{name}`", PROTOCOLS.describe(name), "yes" if cls.comparable_with_rcc else "no"))
+    return "\n".join(lines)
+
+
+def metrics() -> str:
+    from idc_toolkit.metrics.registry import METRICS, metric_class
+
+    lines = [_row("`--metrics`", "aliases", "columns", "papers' short names", "also needs"), _row("---", "---", "---", "---", "---")]
+    for family in METRICS:
+        cls = metric_class(family)
+        lines.append(_row(f"`{family}`", ", ".join(cls.aliases) or "", ", ".join(cls.columns),
+                          ", ".join(f"{c}: {s}" for c, s in cls.paper_columns.items()),
+                          "Stanford CoreNLP jars (`--spice-jars`); optional" if cls.optional
+                          else "its own JVM" if cls.background else ""))
+    return "\n".join(lines)
+
+
+def datasets() -> str:
+    from idc_toolkit.builders import BUILDERS
+
+    lines = [_row("builder", "release", "pair style", "categories (no change)"), _row("---", "---", "---", "---")]
+    for name in BUILDERS:
+        try:
+            facts = BUILDERS.get(name)(".").facts()
+        except Exception:  # categories read from the release's own files (Emu Edit's tasks)
+            cats, style = "from the release's files", BUILDERS.get(name).pair_style
+        else:
+            cats, style = ", ".join(facts.categories or ()) or "none", facts.pair_style
+            if facts.no_change_categories:
+                cats += f" ({', '.join(facts.no_change_categories)})"
+        lines.append(_row(f"`{name}`", BUILDERS.describe(name), style, cats))
+    return "\n".join(lines)
+
+
+def models() -> str:
+    from idc_toolkit.models.registry import MODELS, get_runner_class, trainable_models
+
+    lines = [_row("`--model`", "what it runs", "`idc-train`"), _row("---", "---", "---")]
+    for name in MODELS:
+        lines.append(_row(f"`{name}`", get_runner_class(name).summary, "yes" if name in trainable_models() else "no"))
+    return "\n".join(lines)
+
+
+def training_defaults() -> str:
+    from idc_toolkit.models.registry import get_recipe_class, trainable_models
+
+    lines = [_row("model", "dataset (builder)", "LoRA rank", "lr", "where from"), _row("---", "---", "---:", "---:", "---")]
+    for model in trainable_models():
+        for builder, d in get_recipe_class(model).dataset_defaults.items():
+            lines.append(_row(f"`{model}`", f"`{builder}`" if builder else "any other", d.lora_rank, f"{d.lr:g}", d.source))
+    return "\n".join(lines)
+
+
+TABLES = {"mask-params": mask_params, "protocols": protocols, "metrics": metrics, "datasets": datasets,
+          "models": models, "training-defaults": training_defaults}
+_BLOCK = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table:\2 -->)", re.S)
+
+
+def render(text: str) -> str:
+    """``text`` with every table block regenerated."""
+    return _BLOCK.sub(lambda m: m.group(1) + TABLES[m.group(2)]() + "\n" + m.group(4), text)
+
+
+def main() -> int:
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        new = render(text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            print(f"{page}: tables regenerated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
