@@ -102,6 +102,18 @@ def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(
     assert train("blip2idc", str(demo_dataset), tmp_path / "cut", progress=True, **options).already_done
 
 
+def test_off_a_terminal_progress_is_plain_lines_and_no_log_dicts(bases, demo_dataset, tmp_path, capsys):
+    """In a log file (here: captured output, not a terminal) a run shows one line per tenth of its
+    steps, no bar redrawn with carriage returns, and never the Trainer's raw log dicts."""
+    capsys.readouterr()
+    assert train_main(["--model", "blip2idc", "--dataset", str(demo_dataset), "--base-model", str(bases["blip2idc"]),
+                       "--out", str(tmp_path / "run"), "--max-steps", "2", "--batch-size", "4", "--val-limit", "2",
+                       "--device", "cpu", "--report-to", "none"]) == 0
+    out, err = capsys.readouterr()
+    assert "{'loss'" not in out + err and "\r" not in err
+    assert [line for line in err.splitlines() if line.startswith("[idc-train] step")][-1].startswith("[idc-train] step 2/2 (100%)")
+
+
 def test_train_then_idc_eval_round_trip_and_other_settings_refused(bases, demo_dataset, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--out", str(out), "--base-model", str(bases["blip2idc"]),

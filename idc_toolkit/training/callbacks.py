@@ -176,6 +176,45 @@ class StepLog(TrainerCallback):
             fh.write(json.dumps(row) + "\n")
 
 
+def progress_callback(on_terminal: bool) -> TrainerCallback:
+    """What shows a run's progress: on a terminal, the Trainer's bar without its printing of every
+    log dict (``steps.jsonl`` and ``epochs.md`` hold them); elsewhere (a log file, a job's
+    output) one plain line per tenth of the run instead of a bar redrawn with carriage returns."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class Bar(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            pass
+
+    return Bar() if on_terminal else StepLines()
+
+
+class StepLines(TrainerCallback):
+    """One line per tenth of the optimizer steps: step, share, the last logged loss, elapsed time."""
+
+    def __init__(self) -> None:
+        self.loss, self.start = None, None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        import time
+
+        self.start = time.monotonic()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.loss = logs["loss"]
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import sys
+        import time
+
+        every = max(1, state.max_steps // 10)
+        if state.is_world_process_zero and (state.global_step % every == 0 or state.global_step == state.max_steps):
+            loss = f", loss {self.loss:.4g}" if isinstance(self.loss, (int, float)) else ""
+            print(f"[idc-train] step {state.global_step}/{state.max_steps} ({100 * state.global_step // max(1, state.max_steps)}%)"
+                  f"{loss}, {time.monotonic() - (self.start or time.monotonic()):.0f} s", file=sys.stderr, flush=True)
+
+
 class AttentionPictures(TrainerCallback):
     """Every ``every`` steps, the recipe's pictures of the first two pairs
     (:meth:`~idc_toolkit.models.recipe.Recipe.attention_pictures`: DAVIR draws Fig. 4, the final-layer attention

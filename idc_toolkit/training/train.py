@@ -283,7 +283,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         from .callbacks import AttentionPictures, EpochValidation, StepLog
 
         torch.manual_seed(seed)
-        if not progress:
+        if not progress or not _on_terminal():  # off a terminal the loading bar is carriage-return noise
             from ..devices import quiet_model_loading
 
             quiet_model_loading()
@@ -306,10 +306,14 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
             extra.append(AttentionPictures(recipe, val_rows or train_rows, out, recipe.picture_every()))
         trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                    callbacks=extra + list(callbacks))
-        if not progress:  # without the bar the Trainer prints every log dict; steps.jsonl already holds them
-            from transformers.trainer_callback import PrinterCallback
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-            trainer.remove_callback(PrinterCallback)
+        from .callbacks import progress_callback
+
+        for printer in (PrinterCallback, ProgressCallback):  # both print every log dict; steps.jsonl holds them
+            trainer.remove_callback(printer)
+        if progress:
+            trainer.add_callback(progress_callback(_on_terminal()))
         trainer.recipe, trainer.step_log = recipe, steps
         validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
         if last:
@@ -526,3 +530,8 @@ def _trainer_class():
 
     return IDCTrainer
 
+
+def _on_terminal() -> bool:
+    import sys
+
+    return sys.stderr.isatty()
