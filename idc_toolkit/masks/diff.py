@@ -75,9 +75,7 @@ def _switch(default: bool, help: str):
 class MaskParams:
     """Parameters of the diff pipeline; all are recorded in the dataset card."""
 
-    #: longest side of the working resolution (pixels; smaller images are not enlarged). At 224
-    #: a pole 2.5 px wide in a 480x320 photograph shrank to 1.2 px and its mask to IoU 0.62;
-    #: at 512 the wide benchmark's mean IoU rose from 0.64 to 0.75 (benchmarks/mask_quality.py)
+    #: why this value: benchmarks/mask_quality.md, `resize`
     resize: int = _param(512, 'working resolution (long side, pixels)', checks.positive_int)
     #: floor of the threshold on the envelope distance (0-255 levels, aligned)
     delta: float = _param(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', checks.non_negative_float)
@@ -93,107 +91,34 @@ class MaskParams:
     subpixel: bool = _switch(True, '--no-subpixel: do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)')
     #: IoU a SAM mask needs with its cluster's region to be kept
     tau: float = _param(0.5, 'SAM mask kept when its IoU with the cluster reaches this', checks.unit_interval)
-    #: with SAM: keep a cluster's diff region when no SAM mask reaches tau (our option); the
-    #: paper (DAVIR §3.1) drops such clusters as background noise, the default
+    #: why this value: benchmarks/mask_quality.md, `keep_unmatched`
     keep_unmatched: bool = _switch(False, "--keep-unmatched: with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
     #: clusters with fewer pixels are dropped as noise
     min_region: int = _param(12, 'clusters under this many pixels are dropped', checks.non_negative_int)
-    #: on a *clean* pair (see ``clean_grow``) there is no noise for DBSCAN and ``min_region`` to
-    #: remove, and they removed real changes: a thin recoloured texture whose truth breaks into
-    #: groups of 6-16 pixels lost whole legs. There DBSCAN asks ``clean_min_samples`` and a
-    #: cluster ``clean_min_region`` pixels (per pixel: clean < 1% changes 0.959 -> 0.978 mean
-    #: IoU, 1-4% 0.976 -> 0.978, measured unclosed; the distractor-only area unchanged; 1 and 2
-    #: gave 0.982, kept at 3 and 4 so that a clean pair's lone speck stays out)
+    #: why this value: benchmarks/mask_quality.md, `clean_min_samples`
     clean_min_samples: int = _param(3, 'DBSCAN core-point neighbours on a clean pair', checks.positive_int)
     clean_min_region: int = _param(4, '... and its smallest cluster', checks.non_negative_int)
-    #: hysteresis steps from the changed pixels into 4-neighbours that changed plainly and lie
-    #: above grow_ratio x the threshold in envelope distance (0.75 -> 0.78 mean IoU, measured,
-    #: at 0.2); with the clean-pair growth below, 0.6 keeps the mean IoU (0.878) and brings the
-    #: worst distractor-only pair (Hubble's stars under all distractors) from 2.37% to 1.95%
+    #: why this value: benchmarks/mask_quality.md, `grow`
     grow: int = _param(2, 'hysteresis steps into the partly covered edge pixels (0: none)', checks.non_negative_int)
     grow_ratio: float = _param(0.6, "a grown pixel's envelope distance must exceed this x the threshold", checks.non_negative_float)
-    #: on a *clean* pair (the alignment's sub-pixel remainder under ``clean_subpixel`` pixels on
-    #: both axes, the noise level under ``clean_noise`` and the plain difference's median at most
-    #: ``delta / noise_k``) the plain difference is exact, so the
-    #: growth takes ``clean_grow`` steps into every neighbour whose plain difference passes, with
-    #: no envelope support asked (mean IoU 0.851 -> 0.877; pairs under no distractor 0.90 ->
-    #: 0.95, gamma 0.90 -> 0.95; the noisy, JPEG and sub-pixel pairs keep the guarded growth);
-    #: there the plain difference also seeds, above twice the growth's bar
+    #: why this value: benchmarks/mask_quality.md, `clean_grow`
     clean_grow: int = _param(4, 'hysteresis steps on a clean pair, by plain difference alone (0: none)', checks.non_negative_int)
     clean_subpixel: float = _param(0.1, 'a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...', checks.non_negative_float)
     clean_noise: float = _param(0.3, "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)", checks.non_negative_float)
-    #: on a *still* pair (no sub-pixel remainder) that is not clean -- noisy, or its plain
-    #: difference's median above ``delta / noise_k``, where the clean bars rise with it -- and
-    #: whose noise is *white* -- its plain difference as large on the most textured 30% of the
-    #: before image as on the flattest 30%, within ``white_ratio`` (sensor noise 0.85-1.57 on
-    #: the benchmark; JPEG's blocking and ringing, which gather at edges, mostly 1.1-42) -- the
-    #: plain difference in luma and smoothed chroma (:func:`plane_distance`) seeds above
-    #: ``white_seed_k`` x its median and the growth follows it above ``white_grow_k`` x its
-    #: median, ``grow`` steps: the envelope's tolerance cost these pairs their partly covered
-    #: edges (without hole filling: pairs under sensor noise 0.827 -> 0.907 mean IoU, JPEG
-    #: 0.827 -> 0.849, the distractor-only mean and maximum unchanged; without the whiteness
-    #: test JPEG pairs fell to 0.78 and a distractor-only pair reached 9.6%)
+    #: why this value: benchmarks/mask_quality.md, `white_ratio`
     white_ratio: float = _param(1.3, "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones", checks.non_negative_float)
     white_seed_k: float = _param(5.0, 'on a still pair with white noise the plain difference seeds above this x its median ...', checks.non_negative_float)
     white_grow_k: float = _param(3.0, '... and the growth follows it above this x its median', checks.non_negative_float)
-    #: on a pair with a sub-pixel remainder, pixels whose *directed* envelope distance
-    #: (:func:`directed_envelope_distance`: the other image's range over the 2x2 block the
-    #: remainder points to, not its whole 3x3) passes ``subpixel_seed_k`` x its own threshold
-    #: also seed: the 3x3 range forgives a thin object's edge that a shift under one pixel
-    #: cannot explain (without hole filling: sub-pixel pairs 0.836 -> 0.853 mean IoU, all
-    #: distractors combined 0.649 -> 0.671, noisy < 1% 0.713 -> 0.727, the distractor-only
-    #: maximum unchanged; as the only distance, 0.856 but a distractor-only pair at 2.76%;
-    #: at 1.5x 0.851, at 2x 0.845). 0 turns it off
+    #: why this value: benchmarks/mask_quality.md, `subpixel_seed_k`
     subpixel_seed_k: float = _param(1.25, 'on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)', checks.non_negative_float)
-    #: on such a pair the growth also follows the directed envelope distance above
-    #: ``subpixel_grow_k`` x its threshold (still within the envelope's guard, ``grow_ratio``):
-    #: a shift under one pixel moves every textured pixel, so the plain difference's median is
-    #: 2-19 levels there and its growth bar (``noise_k`` x that) 20-190, above most small
-    #: objects' edges (without hole filling: < 1% class 0.892 -> 0.893, sub-pixel pairs 0.853
-    #: -> 0.856, all distractors combined 0.693 -> 0.697, no size class or image size lower;
-    #: the distractor-only maximum 1.72% -> 1.78%. As the growth's only bar, instead of the
-    #: plain difference: < 1% 0.895, but thin legs under a sub-pixel shift lost up to 0.02; at
-    #: 0.8x that, a distractor-only pair at 2.6%). 0 turns it off
+    #: why this value: benchmarks/mask_quality.md, `subpixel_grow_k`
     subpixel_grow_k: float = _param(1.0, '... and the growth also follows it above this x its threshold (0: off)', checks.non_negative_float)
-    #: on a pair that is neither clean nor still with white noise (JPEG, a sub-pixel remainder)
-    #: the growth also enters pixels whose plain difference passes ``texture_grow_k`` x the
-    #: median plain difference of the pair's pixels of like texture (:func:`texture_level`):
-    #: JPEG's ringing and a sub-pixel shift's resampling error grow with the texture, so the
-    #: pair-wide bar (``noise_k`` x the plain difference's median, 36-190 levels on the < 1%
-    #: class's worst pairs) shuts out the edges of a small change on a flat region, which this
-    #: bar lets in. On a still pair it needs no envelope support (no shift edges to guard
-    #: against); on a pair with a sub-pixel remainder it keeps the guard (``grow_ratio``: at 0.3
-    #: or 0.45 x the threshold the benchmark's figures were within 0.004, but a one-pixel bridge
-    #: between two thin legs made hole filling close the gap between them). Without hole
-    #: filling: < 1% class 0.898 -> 0.902 mean IoU, JPEG pairs 0.854 -> 0.874; with the pruning
-    #: below, measured on the benchmark and on a second draw of its pairs (seed 1). 0 turns it off
+    #: why this value: benchmarks/mask_quality.md, `texture_grow_k`
     texture_grow_k: float = _param(4.0, 'on a pair neither clean nor still with white noise, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', checks.non_negative_float)
-    #: on a pair that is not clean, a cluster of under ``prune_pixels`` pixels whose pixels'
-    #: median *excess* (plain difference over the median plain difference of the pair's pixels
-    #: of like texture) is under ``prune_k`` is dropped: it stands no clearer than what the
-    #: distractors leave on unchanged pixels of its texture (stars, grass and lattice towers
-    #: under a sub-pixel shift, JPEG and noise). Such residue forms small clusters, a matter of
-    #: pixels whatever the image's size (the largest on the benchmark 279 pixels, 99% under
-    #: 114); a larger cluster is kept even where its change dominates its texture's median (a
-    #: low-contrast blob's 250-pixel cluster at median excess 2.7). Without hole filling: < 1%
-    #: class 0.897 -> 0.902 mean IoU, all distractors combined 0.70 -> 0.72, the distractor-only
-    #: maximum 1.78% -> 0.98% (at 2.5x: 0.901 and a distractor-only pair at 1.57%; at 3.5x
-    #: 0.901, at 4x 0.897; under 300 pixels, or under 0.5% of the image, the 1-4% class lost
-    #: 0.003; with no size limit the > 12% class lost 0.015). 0 turns it off
+    #: why this value: benchmarks/mask_quality.md, `prune_k`
     prune_k: float = _param(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', checks.non_negative_float)
     prune_pixels: int = _param(200, '... when it has fewer pixels than this', checks.non_negative_int)
-    #: regions as whole objects: each cluster closed (3x3) and its holes filled. An object whose
-    #: outline changed but whose inside did not (a uniform object moved by less than its size, a
-    #: material change that shows at the outline) is one region, the object, as Segment Anything
-    #: would give it (on the demo's material changes: IoU with the object 0.78 filled, 0.45 not,
-    #: tested). ``False`` gives per-pixel masks, not filled: on a clean pair the clusters' changed
-    #: pixels as they are, since the plain difference is exact there and a pixel it did not find
-    #: is unchanged (the closing had added the counters of letters and the grey stripes of a
-    #: recoloured texture: clean pairs 0.942 -> 0.983 mean IoU without it, with the clean
-    #: clustering); on any other pair closed 3x3, since a one-pixel gap there is more often a
-    #: change the noise hid (without the closing noisy pairs fell 0.822 -> 0.816, their 1-4%
-    #: class 0.841 -> 0.832). On the per-pixel truth of benchmarks/mask_quality.py whole objects
-    #: cost 0.05 mean IoU (0.924 -> 0.869; text 0.907 -> 0.777)
+    #: why this value: benchmarks/mask_quality.md, `fill_holes`
     fill_holes: bool = _switch(True, '--no-fill-holes: per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)')
 
     def __post_init__(self) -> None:
