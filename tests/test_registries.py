@@ -114,3 +114,22 @@ def test_a_registered_protocol_is_a_choice_with_its_help_and_scores(demo_dataset
                      breakdown=False).metrics
     assert shouted["meta"]["protocol"]["name"] == "shout"
     assert shouted["overall"]["Bleu_1"] == plain["overall"]["Bleu_1"]
+
+
+@pytest.mark.parametrize("name", ["blip2idc", "davir"])
+def test_a_models_runner_and_recipe_share_each_option_they_both_take(name):
+    """One Options dataclass per model module: an option both take (--pair-style, --num-entities)
+    has one default, check, choices and help in idc-eval and idc-train."""
+    import argparse
+
+    from idc_toolkit.models.registry import get_recipe_class
+
+    def actions(cls):
+        parser = argparse.ArgumentParser()
+        cls.add_arguments(parser.add_argument_group())
+        return {a.dest: (a.default, a.choices, getattr(a.type, "__name__", a.type), a.help) for a in parser._actions
+                if a.dest != "help"}
+
+    runner, recipe = actions(get_runner_class(name)), actions(get_recipe_class(name))
+    shared = set(runner) & set(recipe)
+    assert shared and {d: runner[d] for d in shared} == {d: recipe[d] for d in shared}

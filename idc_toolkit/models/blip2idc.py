@@ -27,11 +27,14 @@ Recipe variants (``idc-train --variant``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..cards import citations
 from ..errors import IDCError
+from ..checks import positive_int
 from ..facts import DatasetFacts
+from ..options import add_options, option
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
 from .base import Runner, load_pretrained, resolve_dtype
@@ -40,6 +43,19 @@ from .pairs import stacked_pair
 BASE_MODEL = "Salesforce/blip2-opt-2.7b"
 BASE_REVISION = "51572668da0eb669e01a189dc22abe6088589a24"
 MAX_NEW_TOKENS = 77
+
+
+@dataclass
+class Options:
+    """BLIP2IDC's options, shared by the runner (``RUNNER_OPTIONS``) and the recipe (``RECIPE_OPTIONS``)."""
+
+    pair_style: Optional[str] = option(None, "override the dataset card's pair style (edit pairs are resized and "
+                                             "blurred; default: the card's)", choices=("scene", "edit"))
+    max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
+
+
+RUNNER_OPTIONS = ("pair_style", "max_new_tokens")
+RECIPE_OPTIONS = ("pair_style",)
 
 
 def released_targets(n_qformer_layers: int) -> list[str]:
@@ -85,11 +101,7 @@ class Blip2IDCRunner(Runner):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--pair-style", choices=["scene", "edit"],
-                           help="blip2idc: override the dataset card's pair style (edit pairs are resized and blurred; "
-                                "default: the card's)")
-        group.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS,
-                           help="greedy decoding length (default: %(default)s)")
+        add_options(group, Options, RUNNER_OPTIONS, "blip2idc: ")
 
     @classmethod
     def check_dataset(cls, columns, facts, options, where) -> None:
@@ -159,8 +171,7 @@ class Blip2IDCRecipe(Recipe):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--pair-style", choices=["scene", "edit"],
-                           help="blip2idc: override the card's pair style (edit pairs are resized and blurred)")
+        add_options(group, Options, RECIPE_OPTIONS, "blip2idc: ")
 
     @classmethod
     def check(cls, facts, columns, options, where) -> None:

@@ -24,9 +24,13 @@ our reading of it, written down so a user can check it against the paper:
 from __future__ import annotations
 
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..checks import non_negative_float, non_negative_int, positive_int
 from ..facts import DatasetFacts
+from ..masks.fac import FAC_READINGS
+from ..options import add_options, option
 from ..files import file_name_for, inside
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
@@ -34,6 +38,25 @@ from .base import Runner, load_pretrained, resolve_dtype
 
 PROMPT = "Describe the difference between the two images."
 MAX_NEW_TOKENS = 77
+
+
+@dataclass
+class Options:
+    """DAVIR's options, shared by the runner (``RUNNER_OPTIONS``) and the recipe (``RECIPE_OPTIONS``)."""
+
+    num_entities: int = option(1, "entities in the prompt (1: the paper's best)", check=positive_int)
+    max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
+    save_attention: Optional[str] = option(None, "save final-layer CLS-to-patch attention maps over both images "
+                                                 "(Fig. 4 style)", metavar="DIR")
+    fac_weight: float = option(0.1, "lambda of the attention loss (eq. 12)", check=non_negative_float)
+    fac_reading: str = option("paper", "eq. 7 as the paper writes it, or our normalised reading (docs/training.md)",
+                              choices=FAC_READINGS)
+    attention_every: int = option(0, "every N steps, Fig. 4-style attention pictures in OUT/attention/",
+                                  check=non_negative_int, metavar="N")
+
+
+RUNNER_OPTIONS = ("num_entities", "save_attention", "max_new_tokens")
+RECIPE_OPTIONS = ("fac_weight", "fac_reading", "num_entities", "attention_every")
 
 
 def build_prompt(entities: list[str], n: int) -> str:
@@ -178,12 +201,7 @@ class DavirRunner(Runner):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--num-entities", type=int, default=1,
-                           help="davir: entities in the prompt (default: %(default)s, the paper's best)")
-        group.add_argument("--save-attention", metavar="DIR",
-                           help="davir: save final-layer CLS-to-patch attention maps over both images (Fig. 4 style)")
-        group.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS,
-                           help="greedy decoding length (default: %(default)s)")
+        add_options(group, Options, RUNNER_OPTIONS, "davir: ")
 
     @classmethod
     def check_dataset(cls, columns, facts, options, where) -> None:
@@ -246,17 +264,7 @@ class DavirRecipe(Recipe):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        from ..checks import arg_type, non_negative_float, non_negative_int, positive_int
-        from ..masks.fac import FAC_READINGS
-
-        group.add_argument("--fac-weight", type=arg_type(non_negative_float, "--fac-weight"), default=0.1,
-                           help="davir: lambda of the attention loss (eq. 12)")
-        group.add_argument("--fac-reading", default="paper", choices=list(FAC_READINGS),
-                           help="davir eq. 7: as the paper writes it, or our normalised reading (docs/training.md)")
-        group.add_argument("--num-entities", type=arg_type(positive_int, "--num-entities"), default=1,
-                           help="davir: entities in the prompt")
-        group.add_argument("--attention-every", type=arg_type(non_negative_int, "--attention-every"), default=0,
-                           metavar="N", help="davir: every N steps, Fig. 4-style attention pictures in OUT/attention/")
+        add_options(group, Options, RECIPE_OPTIONS, "davir: ")
 
     @classmethod
     def check(cls, facts, columns, options, where) -> None:
