@@ -52,10 +52,6 @@ class Alignment:
     shift: tuple[int, int]  #: integer (dy, dx): after[y, x] ~ before[y - dy, x - dx]
     subpixel: tuple[float, float]  #: remainder in (-1, 1), same convention
     tone: np.ndarray  #: (3, 256) lookup table, before level -> after level, per channel
-    noise: float = 0.0  #: the pair's noise level, set by :func:`~.diff.threshold` (levels)
-    #: no sub-pixel remainder and no noise: the plain difference is exact (set by
-    #: :func:`~.diff.changed_pixels`; see ``MaskParams.clean_grow``)
-    clean: bool = False
 
 
 def overlap(h: int, w: int, dy: int, dx: int) -> tuple[tuple[slice, slice], tuple[slice, slice]]:

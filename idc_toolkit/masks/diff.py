@@ -38,7 +38,8 @@ which is the cluster scikit-learn's expansion order reaches first. Labels equal
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Optional
+from enum import Enum
+from typing import Callable, Optional
 
 import numpy as np
 from PIL import Image
@@ -455,12 +456,39 @@ def grow(seeds: np.ndarray, allowed: np.ndarray, steps: int) -> np.ndarray:
     return out
 
 
+class PairRegime(Enum):
+    """How a pair's changed pixels are told from its unchanged ones (:func:`pair_regime`)."""
+
+    #: no sub-pixel remainder and no noise: the plain difference is exact (``MaskParams.clean_*``)
+    CLEAN = "clean"
+    #: no sub-pixel remainder, white noise: the plain difference holds up to that noise (``white_*``)
+    WHITE_NOISE = "white_noise"
+    #: no sub-pixel remainder, other noise (JPEG, coloured): the guarded growth, like texture (``texture_grow_k``)
+    STILL = "still"
+    #: a sub-pixel remainder, or none estimated: the directed envelope too (``subpixel_*``)
+    SHIFTED = "shifted"
+
+
+def pair_regime(params: MaskParams, subpixel: tuple[float, float], noise: float, plain_noise: float,
+                white_noise: Callable[[], bool]) -> PairRegime:
+    """The pair's regime, from its alignment's sub-pixel remainder, its noise level and its plain
+    difference's median (``white_noise`` is asked only where it decides)."""
+    still = params.subpixel and max(abs(v) for v in subpixel) < params.clean_subpixel
+    if not still:
+        return PairRegime.SHIFTED
+    if noise < params.clean_noise and params.noise_k * plain_noise <= params.delta:
+        return PairRegime.CLEAN
+    return PairRegime.WHITE_NOISE if white_noise() else PairRegime.STILL
+
+
 @dataclass
 class ChangedPixels:
     """What :func:`changed_pixels` finds, at the working resolution."""
 
     mask: np.ndarray  #: bool: the changed pixels
     alignment: Alignment  #: the camera shift and tone curve removed
+    regime: PairRegime = PairRegime.SHIFTED  #: how the pixels were told apart
+    noise: float = 0.0  #: the pair's noise level (:func:`threshold`, levels)
     #: per pixel, the plain difference over the median plain difference of the pair's pixels of
     #: like texture (:func:`texture_level`, at least one level): how clear of the distractors'
     #: residue a pixel stands (:func:`prune_clusters`); None on a clean pair or with ``prune_k`` 0
@@ -474,25 +502,31 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
     changed = np.zeros((h, w), dtype=bool)
     planes_a, planes_b = luma_chroma(after_overlap), luma_chroma(aligned)
     distance = envelope_distance(planes_a, planes_b)
-    cut, alignment.noise = threshold(params, distance)
+    cut, noise = threshold(params, distance)
     seeds = distance > cut
-    still = params.subpixel and max(abs(v) for v in alignment.subpixel) < params.clean_subpixel
     plain = plain_distance(after_overlap, aligned)
     plain_noise = float(np.median(plain[::2, ::2]))
-    # clean: nothing left to tell unchanged pixels apart but the change (the plain bars are delta)
-    clean = still and alignment.noise < params.clean_noise and params.noise_k * plain_noise <= params.delta
+    textures: dict[str, np.ndarray] = {}
+
+    def texture_before() -> np.ndarray:  # computed once, where a step or the white-noise test asks for it
+        if "before" not in textures:
+            textures["before"] = texture(aligned)
+        return textures["before"]
+
+    regime = pair_regime(params, alignment.subpixel, noise, plain_noise,
+                         lambda: noise_is_white(plain, texture_before(), params.white_ratio))
+    clean, still = regime is PairRegime.CLEAN, regime is not PairRegime.SHIFTED
     steps = params.clean_grow if clean else params.grow
     allowed = plain > max(params.delta, params.noise_k * plain_noise)
     classes = not clean and bool(params.texture_grow_k or params.prune_k)  # does a step ask for texture classes
-    texture_before = texture(aligned) if classes or (still and not clean) else None  # and the white-noise test
-    level = texture_level(plain, np.minimum(texture_before, texture(after_overlap))) if classes else None
+    level = texture_level(plain, np.minimum(texture_before(), texture(after_overlap))) if classes else None
     if clean:
         # on a clean pair the plain difference is exact, so it seeds too, at twice the growth's
         # bar (hysteresis): a thin recoloured texture lies inside the other image's 3x3 range
         # and left legs without any envelope seed (clean pairs 0.937 -> 0.942 mean IoU, < 1%
         # 0.913 -> 0.923, the distractor-only maximum unchanged; at the growth's own bar 3.5%)
         seeds |= plain > max(params.delta, 2 * params.noise_k * plain_noise)
-    elif still and noise_is_white(plain, texture_before, params.white_ratio):
+    elif regime is PairRegime.WHITE_NOISE:
         # white noise on an aligned pair: the plain difference is exact up to that noise
         # (MaskParams.white_*)
         planes = plane_distance(planes_a, planes_b)
@@ -518,12 +552,11 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
     if steps and seeds.any():
         seeds = grow(seeds, allowed, steps)
     changed[dst] = seeds
-    alignment.clean = clean
     excess = None
     if level is not None and params.prune_k:
         excess = np.zeros((h, w), dtype=np.float32)
         excess[dst] = plain / np.maximum(level, np.float32(1))
-    return ChangedPixels(changed, alignment, excess)
+    return ChangedPixels(changed, alignment, regime, noise, excess)
 
 
 def prune_clusters(labels: np.ndarray, excess: np.ndarray, params: MaskParams) -> np.ndarray:
@@ -594,13 +627,13 @@ def diff_clusters(before: Image.Image, after: Image.Image, params: MaskParams) -
     """Clusters of changed pixels; also the alignment removed and the working size (w, h)."""
     b, a = working_pair(before, after, params.resize)
     found = changed_pixels(b, a, params)
-    alignment = found.alignment
-    if alignment.clean:  # nothing but the change to remove (MaskParams.clean_min_samples)
+    clean = found.regime is PairRegime.CLEAN
+    if clean:  # nothing but the change to remove (MaskParams.clean_min_samples)
         params = replace(params, min_samples=params.clean_min_samples, min_region=params.clean_min_region)
     labels = grid_dbscan(found.mask, params.eps, params.min_samples)
     if found.excess is not None:
         labels = prune_clusters(labels, found.excess, params)
-    return clusters_from_labels(labels, params, alignment.clean), alignment, (a.shape[1], a.shape[0])
+    return clusters_from_labels(labels, params, clean), found.alignment, (a.shape[1], a.shape[0])
 
 
 def upsample(region: np.ndarray, size: tuple[int, int]) -> np.ndarray:
