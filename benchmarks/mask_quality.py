@@ -54,7 +54,8 @@ def naive_davir_mask(before: Image.Image, after: Image.Image, delta: float = 32.
     """DAVIR §3.1 read literally: grey difference > delta, DBSCAN, union of cluster boxes."""
     from sklearn.cluster import DBSCAN
 
-    from idc_toolkit.masks.diff import upsample, working_pair
+    from idc_toolkit.masks.diff import upsample
+    from idc_toolkit.masks.distances import working_pair
 
     b, a = working_pair(before, after, resize)
     changed = np.abs(a.astype(np.float32).mean(axis=2) - b.astype(np.float32).mean(axis=2)) > delta
@@ -118,7 +119,8 @@ def score(pairs, method) -> dict:
 def main() -> None:
     from photo_pairs import IMAGE_SIZES, SHAPES, SIZE_CLASSES, WIDE_CHANGES, wide_pairs
 
-    from idc_toolkit.masks.diff import MaskParams, compute_change_mask
+    from idc_toolkit.masks.diff import compute_change_mask
+    from idc_toolkit.masks.params import MaskParams
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--photos-per-cell", type=int, default=2, help="photographs per (size, change, shape, size class) cell")

@@ -25,7 +25,10 @@ from PIL import Image  # noqa: E402
 def main() -> None:
     from sklearn.cluster import DBSCAN
 
-    from idc_toolkit.masks.diff import MaskParams, changed_pixels, clusters_from_labels, grid_dbscan, working_pair
+    from idc_toolkit.masks.clustering import clusters_from_labels, grid_dbscan
+    from idc_toolkit.masks.diff import changed_pixels
+    from idc_toolkit.masks.distances import working_pair
+    from idc_toolkit.masks.params import MaskParams
     from idc_toolkit.demo.generator import generate_demo_release
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

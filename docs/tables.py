@@ -21,7 +21,7 @@ def _row(*cells) -> str:
 
 
 def mask_params() -> str:
-    from idc_toolkit.masks.diff import PARAM_CHECKS, MaskParams
+    from idc_toolkit.masks.params import PARAM_CHECKS, MaskParams
 
     lines = [_row("field", "flag", "default", "what it does"), _row("---", "---", "---:", "---")]
     for f in fields(MaskParams):

@@ -10,8 +10,10 @@ import pytest
 from datasets import load_dataset
 from PIL import Image, ImageChops, ImageEnhance, ImageFilter
 
-from idc_toolkit.masks.diff import (MaskParams, compute_change_mask, grid_dbscan, grouped_medians, prune_clusters,
-                                   texture_level)
+from idc_toolkit.masks.clustering import grid_dbscan, prune_clusters
+from idc_toolkit.masks.diff import compute_change_mask
+from idc_toolkit.masks.distances import grouped_medians, texture_level
+from idc_toolkit.masks.params import MaskParams
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.errors import IDCError
 from idc_toolkit.masks.column import add_change_masks
@@ -273,7 +275,7 @@ def test_a_half_done_run_of_another_pipeline_revision_is_refused(demo_dataset, t
     """The same MaskParams give other masks in another pipeline revision: resuming a folder
     begun by an older toolkit would mix two revisions' masks, so it is refused, naming it."""
     import idc_toolkit.masks.column as mp
-    from idc_toolkit.masks.diff import PIPELINE_REVISION
+    from idc_toolkit.masks.params import PIPELINE_REVISION
 
     out = tmp_path / "masks"
     monkeypatch.setattr(mp, "PIPELINE_REVISION", PIPELINE_REVISION - 1)

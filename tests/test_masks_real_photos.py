@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from idc_toolkit.masks.align import fit_tone
-from idc_toolkit.masks.diff import MaskParams, compute_change_mask
+from idc_toolkit.masks.diff import compute_change_mask
+from idc_toolkit.masks.params import MaskParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 photo_pairs = pytest.importorskip("photo_pairs")

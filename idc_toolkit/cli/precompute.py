@@ -28,7 +28,7 @@ def make_parser():
     from ..checks import arg_type
     from dataclasses import fields
 
-    from ..masks.diff import PARAM_CHECKS, MaskParams
+    from ..masks.params import PARAM_CHECKS, MaskParams
 
     d = MaskParams()
     p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")

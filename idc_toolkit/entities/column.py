@@ -17,7 +17,8 @@ import numpy as np
 from ..cards import pass_section
 from ..errors import IDCError
 from ..stores import input_folder
-from ..masks.diff import MaskParams, compute_change_mask
+from ..masks.diff import compute_change_mask
+from ..masks.params import MaskParams
 from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image, iter_rows, open_split
 from ..schema import ENTITY_FEATURES, RDD_FEATURES

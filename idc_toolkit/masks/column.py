@@ -18,7 +18,8 @@ from ..cards import pass_section
 from ..runs import PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image
 from ..schema import MASK_FEATURES
-from .diff import PIPELINE_REVISION, MaskParams, compute_change_mask
+from .diff import compute_change_mask
+from .params import PIPELINE_REVISION, MaskParams
 
 
 def _png(mask: np.ndarray) -> bytes:
