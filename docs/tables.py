@@ -23,10 +23,11 @@ def _row(*cells) -> str:
 def mask_params() -> str:
     from idc_toolkit.masks.params import PARAM_CHECKS, MaskParams
 
-    lines = [_row("field", "flag", "default", "what it does"), _row("---", "---", "---:", "---")]
+    lines = [_row("field", "flag (— : Python only)", "default", "what it does"), _row("---", "---", "---:", "---")]
     for f in fields(MaskParams):
         text = f.metadata["help"]
-        flag = f"`--{f.name.replace('_', '-')}`" if f.name in PARAM_CHECKS else f"`{text.split(': ', 1)[0]}`"
+        flag = ("—" if not f.metadata["cli"] else f"`--{f.name.replace('_', '-')}`" if f.name in PARAM_CHECKS
+                else f"`{text.split(': ', 1)[0]}`")
         lines.append(_row(f"`{f.name}`", flag, f.default, text.split(": ", 1)[1] if f.name not in PARAM_CHECKS else text))
     return "\n".join(lines)
 

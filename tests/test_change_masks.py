@@ -293,7 +293,7 @@ def test_a_half_done_run_of_another_pipeline_revision_is_refused(demo_dataset, t
 
 @pytest.mark.parametrize("option, value, message", [
     ("--eps", "-3", "must be greater than 0"), ("--tau", "2", "must lie in [0, 1]"), ("--resize", "0", "must be at least 1"),
-    ("--clean-noise", "-1", "must be 0 or more"), ("--grow", "1.5", "expected an integer"),
+    ("--noise-k", "-1", "must be 0 or more"), ("--min-samples", "1.5", "expected an integer"),
 ])
 def test_mask_parameters_out_of_range_are_refused_where_parsed(demo_dataset, tmp_path, capsys, option, value, message):
     with pytest.raises(SystemExit) as exc:
@@ -303,6 +303,21 @@ def test_mask_parameters_out_of_range_are_refused_where_parsed(demo_dataset, tmp
     field = option[2:].replace("-", "_")
     with pytest.raises(IDCError, match=f"{option} .*{re.escape(message)}"):
         MaskParams(**{field: float(value)})
+
+
+def test_the_command_line_takes_the_papers_knobs_and_four_more_and_python_all():
+    """DAVIR's knobs and four more are flags; every other parameter is set from Python, range-checked."""
+    from dataclasses import fields
+
+    from idc_toolkit.cli.precompute import make_parser
+
+    help_text = make_parser()._subparsers._group_actions[0].choices["masks"].format_help()
+    flags = {f.name for f in fields(MaskParams) if f"--{f.name.replace('_', '-')}" in help_text
+             or f"--no-{f.name.replace('_', '-')}" in help_text}
+    assert flags == {"resize", "delta", "eps", "min_samples", "tau", "noise_k", "max_shift", "keep_unmatched", "fill_holes"}
+    for field, value, message in (("clean_noise", -1.0, "must be 0 or more"), ("grow", 1.5, "integer")):
+        with pytest.raises(IDCError, match=message):
+            MaskParams(**{field: value})
 
 
 def test_soft_patch_mask_and_fac_loss():

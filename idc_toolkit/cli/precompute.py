@@ -38,7 +38,7 @@ def make_parser():
     _add_run_options(m)
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    for f in fields(MaskParams):  # every flag, default, check and help from the dataclass's fields
+    for f in (f for f in fields(MaskParams) if f.metadata["cli"]):  # flag, default, check and help from the field
         option = f"--{f.name.replace('_', '-')}"
         if f.name in PARAM_CHECKS:
             m.add_argument(option, type=arg_type(PARAM_CHECKS[f.name], option), default=getattr(d, f.name),
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
             from ..masks import MaskParams, add_change_masks
 
-            params = MaskParams(**{f.name: getattr(args, f.name) for f in fields(MaskParams)})
+            params = MaskParams(**{f.name: getattr(args, f.name) for f in fields(MaskParams) if f.metadata["cli"]})
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

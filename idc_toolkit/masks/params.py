@@ -22,38 +22,41 @@ from .. import checks
 PIPELINE_REVISION = 8
 
 
-def _param(default, help: str, check):
-    """A numeric parameter: its help (the CLI's ``--name-with-dashes``, the docs' table) and range check."""
-    return field(default=default, metadata={"help": help, "check": check})
+def _param(default, help: str, check, cli: bool = False):
+    """A numeric parameter: its help (the docs' table; with ``cli``, the command line's
+    ``--name-with-dashes``) and range check. The rest are settable from Python and recorded in the card."""
+    return field(default=default, metadata={"help": help, "check": check, "cli": cli})
 
 
-def _switch(default: bool, help: str):
-    """A switch: its help names the CLI flag that flips it."""
-    return field(default=default, metadata={"help": help})
+def _switch(default: bool, help: str, cli: bool = False):
+    """A switch: its help names the command-line flag that flips it."""
+    return field(default=default, metadata={"help": help, "cli": cli})
 
 
 @dataclass(frozen=True)
 class MaskParams:
-    """Parameters of the diff pipeline; all are recorded in the dataset card."""
+    """Parameters of the diff pipeline; all are recorded in the dataset card. The command line
+    takes DAVIR's knobs (resize, delta, eps, min_samples, tau) and four more (noise_k,
+    max_shift, keep_unmatched, fill_holes); the rest are set from Python."""
 
     #: why this value: benchmarks/mask_quality.md, `resize`
-    resize: int = _param(512, 'working resolution (long side, pixels)', checks.positive_int)
+    resize: int = _param(512, 'working resolution (long side, pixels)', checks.positive_int, cli=True)
     #: floor of the threshold on the envelope distance (0-255 levels, aligned)
-    delta: float = _param(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', checks.non_negative_float)
+    delta: float = _param(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', checks.non_negative_float, cli=True)
     #: the threshold is max(delta, noise_k * the pair's noise level)
-    noise_k: float = _param(10.0, "threshold = max(delta, noise_k x the pair's noise level)", checks.non_negative_float)
+    noise_k: float = _param(10.0, "threshold = max(delta, noise_k x the pair's noise level)", checks.non_negative_float, cli=True)
     #: DBSCAN neighbourhood radius (working-resolution pixels)
-    eps: float = _param(2.0, 'DBSCAN radius (pixels)', checks.positive_float)
+    eps: float = _param(2.0, 'DBSCAN radius (pixels)', checks.positive_float, cli=True)
     #: DBSCAN core-point count, the point itself included
-    min_samples: int = _param(6, 'DBSCAN core-point neighbours', checks.positive_int)
+    min_samples: int = _param(6, 'DBSCAN core-point neighbours', checks.positive_int, cli=True)
     #: largest camera shift searched (working-resolution pixels)
-    max_shift: int = _param(4, 'largest camera shift compensated (pixels)', checks.non_negative_int)
+    max_shift: int = _param(4, 'largest camera shift compensated (pixels)', checks.non_negative_int, cli=True)
     #: also estimate the sub-pixel remainder of the shift (SAM prompts and clean pairs use it)
     subpixel: bool = _switch(True, '--no-subpixel: do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)')
     #: IoU a SAM mask needs with its cluster's region to be kept
-    tau: float = _param(0.5, 'SAM mask kept when its IoU with the cluster reaches this', checks.unit_interval)
+    tau: float = _param(0.5, 'SAM mask kept when its IoU with the cluster reaches this', checks.unit_interval, cli=True)
     #: why this value: benchmarks/mask_quality.md, `keep_unmatched`
-    keep_unmatched: bool = _switch(False, "--keep-unmatched: with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
+    keep_unmatched: bool = _switch(False, "--keep-unmatched: with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)", cli=True)
     #: clusters with fewer pixels are dropped as noise
     min_region: int = _param(12, 'clusters under this many pixels are dropped', checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `clean_min_samples`
@@ -80,7 +83,7 @@ class MaskParams:
     prune_k: float = _param(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', checks.non_negative_float)
     prune_pixels: int = _param(200, '... when it has fewer pixels than this', checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `fill_holes`
-    fill_holes: bool = _switch(True, '--no-fill-holes: per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)')
+    fill_holes: bool = _switch(True, '--no-fill-holes: per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)', cli=True)
 
     def __post_init__(self) -> None:
         for name, check in PARAM_CHECKS.items():  # refused where set, in one line naming it
