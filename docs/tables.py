@@ -56,19 +56,13 @@ def metrics() -> str:
 
 
 def datasets() -> str:
+    """From the builder classes alone (a builder's categories may come from its release's files)."""
     from idc_toolkit.builders import BUILDERS
 
-    lines = [_row("builder", "release", "pair style", "categories (no change)"), _row("---", "---", "---", "---")]
+    lines = [_row("builder", "release", "pair style", "licence", "homepage"), _row("---", "---", "---", "---", "---")]
     for name in BUILDERS:
-        try:
-            facts = BUILDERS.get(name)(".").facts()
-        except Exception:  # categories read from the release's own files (Emu Edit's tasks)
-            cats, style = "from the release's files", BUILDERS.get(name).pair_style
-        else:
-            cats, style = ", ".join(facts.categories or ()) or "none", facts.pair_style
-            if facts.no_change_categories:
-                cats += f" ({', '.join(facts.no_change_categories)})"
-        lines.append(_row(f"`{name}`", BUILDERS.describe(name), style, cats))
+        cls = BUILDERS.get(name)
+        lines.append(_row(f"`{name}`", BUILDERS.describe(name), cls.pair_style, cls.card.license, cls.card.homepage))
     return "\n".join(lines)
 
 
