@@ -3,7 +3,7 @@
 Every ```bash block of README.md and of the ``docs/`` pages (in ``PAGES`` order, the order a
 reader meets them) and the README's ```python block are executed command by command, in a
 scratch working directory holding what a reader has after the README's setup line: the demo's
-``idc_demo/`` (``idc-demo --out idc_demo``, run here on a smaller canvas), a raw Spot-the-Diff
+``idc_demo/`` (``idc-demo --out idc_demo``, run here on a smaller release), a raw Spot-the-Diff
 release under ``raw/spot-the-diff`` and the predictions and reference files the scoring examples
 name. Nothing in a command is replaced: the examples name the demo's folders and the tiny
 stand-ins ``python -m idc_toolkit.demo.stand_ins idc_demo/models`` writes. Optional ``[...]`` parts and
@@ -89,8 +89,8 @@ def workdir(tmp_path_factory):
         "train": [{"img_id": str(i), "sentences": [f"the car {i} left", "a car is gone"]} for i in range(1, 5)],
         "val": [{"img_id": "5", "sentences": ["a person appeared"]}],
         "test": [{"img_id": str(i), "sentences": [f"the bike {i} moved", "a bike moved"]} for i in range(6, 9)]})
-    # the demo's default scene ids on a smaller canvas (the pair ids the examples name are the demo's)
-    generate_demo_release(work / "idc_demo" / "raw", n_per_type=40, size=(112, 84), seed=1)
+    # a smaller demo than the setup line writes (5 scene ids per change type, a smaller canvas): the same folders
+    generate_demo_release(work / "idc_demo" / "raw", n_per_type=5, size=(112, 84), seed=1)
     cwd = os.getcwd()
     os.chdir(work)
     try:

@@ -245,6 +245,20 @@ def test_figure_pdf_png_and_latex(site, tmp_path):
     assert view_main(["figure", "--pairs", "nope", "--dataset", str(site["dataset"]), "--out", str(tmp_path / "f2")]) == 1
 
 
+def test_figure_without_pairs_shows_the_first_pair_of_each_category(site, tmp_path):
+    from datasets import load_dataset
+
+    from idc_toolkit.viewer.figure import write_figure
+
+    test = load_dataset(str(site["dataset"]), split="test")
+    names = test.features["category"].names
+    expected = {}
+    for row in test:  # an independent reading: the first id per category, in the label order
+        expected.setdefault(row["category"], row["pair_id"])
+    result = write_figure(tmp_path / "fig", dataset=str(site["dataset"]), evaluations=[site["root"] / "eval_A"], dpi=50)
+    assert list(result.pairs) == [expected[k] for k in sorted(expected)][:6] and len(result.pairs) == min(6, len(names))
+
+
 def test_evaluations_alone_without_a_dataset(site, tmp_path):
     from idc_toolkit.viewer.site import write_site
 

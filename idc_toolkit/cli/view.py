@@ -30,7 +30,8 @@ def make_parser():
 def make_figure_parser():
     p = common.parser("idc-view figure", "A qualitative-examples panel (PDF + PNG + LaTeX snippet) in the layout of the "
                                          "papers' figures: before/after, references, each system's caption with its CIDEr.")
-    p.add_argument("--pairs", required=True, help="comma-separated pair ids, in the figure's order")
+    p.add_argument("--pairs", default="", help="comma-separated pair ids, in the figure's order (default: the first pair "
+                                               "of each category)")
     p.add_argument("--dataset", required=True, help="the dataset folder or Hub id the pairs come from")
     p.add_argument("--split", help="default: the evaluations' split, else test")
     p.add_argument("--eval", dest="evaluations", action="append", default=[], metavar="FOLDER",

@@ -30,10 +30,26 @@ class FigureResult:
     pairs: tuple[str, ...]
 
 
-def write_figure(out: Path | str, *, pairs: Sequence[str], dataset: str, split: Optional[str] = None,
+def default_pairs(rows, features, most: int = 6) -> list[str]:
+    """Without ``--pairs``: the first pair of each category, in the dataset's category order (the
+    first three pairs where it has no categories), at most ``most``."""
+    names = getattr(features.get("category"), "names", None) if hasattr(features, "get") else None
+    wanted = len(names) if names else 3
+    firsts: dict[int, str] = {}
+    for start in range(0, len(rows), 256):
+        for row in rows.read(start, min(start + 256, len(rows))):
+            key = row.get("category") if names else len(firsts)
+            if key is not None and key not in firsts:
+                firsts[key] = str(row["pair_id"])
+        if len(firsts) >= wanted:
+            break
+    return [firsts[k] for k in sorted(firsts)][:most]
+
+
+def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, split: Optional[str] = None,
                  evaluations: Sequence[Path | str] = (), width: float = 7.0, dpi: int = 200, mask: bool = True,
                  wrap: int = 60, overwrite: bool = False) -> FigureResult:
-    """Write the panel for ``pairs`` (in that order) into ``out``."""
+    """Write the panel for ``pairs`` (in that order; none given: :func:`default_pairs`) into ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -44,12 +60,13 @@ def write_figure(out: Path | str, *, pairs: Sequence[str], dataset: str, split: 
     from ..runs.rows import decode_image, open_split
     from .images import MASK_COLOUR, mask_outline
 
-    if not pairs:
-        raise IDCError("--pairs: give at least one pair id")
     runs = unique_names([read_evaluation(e) for e in evaluations])
     split = split or next((ev.split for ev in runs if ev.split), None) or "test"
     dataset = input_folder(dataset, IDCError)  # a store's dataset: its local copy
     rows, features, fingerprint = open_split(dataset, split)
+    pairs = list(pairs) or default_pairs(rows, features)
+    if not pairs:
+        raise IDCError(f"split {split!r} of {dataset} has no pairs")
     wanted = {pid: None for pid in pairs}
     for start in range(0, len(rows), 256):
         for row in rows.read(start, min(start + 256, len(rows))):
