@@ -227,5 +227,5 @@ def get_protocol(name: str, drop_last_batch: int = 0) -> Protocol:
 
 def protocol_help() -> str:
     """``--protocol``'s help: each protocol's one-line description, from its class."""
-    return "; ".join(f"{n}: {PROTOCOLS.get(n)().description}" + ("" if PROTOCOLS.get(n).comparable_with_rcc else " (not comparable)")
+    return "; ".join(f"{n}: {PROTOCOLS.describe(n)}" + ("" if PROTOCOLS.get(n).comparable_with_rcc else " (not comparable)")
                      for n in PROTOCOLS)
