@@ -21,14 +21,13 @@ def _row(*cells) -> str:
 
 
 def mask_params() -> str:
-    from idc_toolkit.masks.params import PARAM_CHECKS, MaskParams
+    from idc_toolkit.masks.params import CLI_PARAMS, MaskParams
+    from idc_toolkit.options import flag_of
 
     lines = [_row("field", "flag (— : Python only)", "default", "what it does"), _row("---", "---", "---:", "---")]
     for f in fields(MaskParams):
-        text = f.metadata["help"]
-        flag = ("—" if not f.metadata["cli"] else f"`--{f.name.replace('_', '-')}`" if f.name in PARAM_CHECKS
-                else f"`{text.split(': ', 1)[0]}`")
-        lines.append(_row(f"`{f.name}`", flag, f.default, text.split(": ", 1)[1] if f.name not in PARAM_CHECKS else text))
+        flag = f"`{flag_of(f)}`" if f.name in CLI_PARAMS else "—"
+        lines.append(_row(f"`{f.name}`", flag, f.default, f.metadata["help"]))
     return "\n".join(lines)
 
 

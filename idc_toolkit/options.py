@@ -5,7 +5,7 @@ way), so a runner and a recipe that share an option share its one definition."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, field, fields
+from dataclasses import MISSING, Field, field, fields
 from typing import Any, Callable, Optional, Sequence
 
 
@@ -15,14 +15,25 @@ def option(default: Any, help: str, *, check: Optional[Callable[[str, Any], Any]
     return field(default=default, metadata={"help": help, "check": check, "choices": choices, "metavar": metavar})
 
 
+def flag_of(f: Field) -> str:
+    """The option a field is on the command line: ``--name-with-dashes``; a switch that is on by
+    default is turned off by ``--no-name``."""
+    dashed = f.name.replace("_", "-")
+    return f"--no-{dashed}" if f.default is True else f"--{dashed}"
+
+
 def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequence[str], prefix: str = "") -> None:
-    """Add the fields ``names`` of ``options_cls`` to ``group`` as options (``prefix`` starts each help)."""
+    """Add the fields ``names`` of ``options_cls`` to ``group`` as options (``prefix`` starts each
+    help); a field whose default is a bool is a switch (:func:`flag_of`)."""
     from .checks import arg_type
 
     by_name = {f.name: f for f in fields(options_cls)}
     for name in names:
         f = by_name[name]
-        flag, meta = f"--{name.replace('_', '-')}", f.metadata
+        flag, meta = flag_of(f), f.metadata
+        if isinstance(f.default, bool):
+            group.add_argument(flag, dest=name, action="store_false" if f.default else "store_true", help=prefix + meta["help"])
+            continue
         kwargs: dict[str, Any] = {"default": None if f.default is MISSING else f.default, "help": prefix + meta["help"]}
         if meta.get("check"):
             kwargs["type"] = arg_type(meta["check"], flag)

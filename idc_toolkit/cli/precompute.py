@@ -22,15 +22,10 @@ def _add_run_options(p) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-
-
 def make_parser():
-    from ..checks import arg_type
-    from dataclasses import fields
+    from ..masks.params import CLI_PARAMS, MaskParams
+    from ..options import add_options
 
-    from ..masks.params import PARAM_CHECKS, MaskParams
-
-    d = MaskParams()
     p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("masks", help="change_mask, change_boxes, mask_source", formatter_class=common.HelpFormatter,
@@ -38,14 +33,7 @@ def make_parser():
     _add_run_options(m)
     m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
     m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    for f in (f for f in fields(MaskParams) if f.metadata["cli"]):  # flag, default, check and help from the field
-        option = f"--{f.name.replace('_', '-')}"
-        if f.name in PARAM_CHECKS:
-            m.add_argument(option, type=arg_type(PARAM_CHECKS[f.name], option), default=getattr(d, f.name),
-                           help=f.metadata["help"])
-        else:
-            flag, text = f.metadata["help"].split(": ", 1)
-            m.add_argument(flag, dest=f.name, action="store_false" if f.default else "store_true", help=text)
+    add_options(m, MaskParams, CLI_PARAMS)  # flag, default, check and help from each field
 
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
@@ -74,11 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
                "rows_per_part": args.rows_per_part, **common.engine_options(args)}
         if args.what == "masks":
-            from dataclasses import fields
-
             from ..masks import MaskParams, add_change_masks
+            from ..masks.params import CLI_PARAMS
 
-            params = MaskParams(**{f.name: getattr(args, f.name) for f in fields(MaskParams) if f.metadata["cli"]})
+            params = MaskParams(**{name: getattr(args, name) for name in CLI_PARAMS})
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import add_change_entities

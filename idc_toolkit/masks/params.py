@@ -3,9 +3,10 @@ check and help (the command line, the card and the docs' table are derived from 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 
 from .. import checks
+from ..options import option
 
 
 #: the pipeline's revision: bumped whenever the same :class:`MaskParams` give other masks (2:
@@ -22,68 +23,56 @@ from .. import checks
 PIPELINE_REVISION = 8
 
 
-def _param(default, help: str, check, cli: bool = False):
-    """A numeric parameter: its help (the docs' table; with ``cli``, the command line's
-    ``--name-with-dashes``) and range check. The rest are settable from Python and recorded in the card."""
-    return field(default=default, metadata={"help": help, "check": check, "cli": cli})
-
-
-def _switch(default: bool, help: str, cli: bool = False):
-    """A switch: its help names the command-line flag that flips it."""
-    return field(default=default, metadata={"help": help, "cli": cli})
-
-
 @dataclass(frozen=True)
 class MaskParams:
     """Parameters of the diff pipeline; all are recorded in the dataset card. The command line
-    takes DAVIR's knobs (resize, delta, eps, min_samples, tau) and four more (noise_k,
-    max_shift, keep_unmatched, fill_holes); the rest are set from Python."""
+    takes :data:`CLI_PARAMS`; the rest are set from Python."""
 
     #: why this value: benchmarks/mask_quality.md, `resize`
-    resize: int = _param(512, 'working resolution (long side, pixels)', checks.positive_int, cli=True)
+    resize: int = option(512, 'working resolution (long side, pixels)', check=checks.positive_int)
     #: floor of the threshold on the envelope distance (0-255 levels, aligned)
-    delta: float = _param(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', checks.non_negative_float, cli=True)
+    delta: float = option(10.0, 'floor of the difference threshold (0-255 levels, after alignment)', check=checks.non_negative_float)
     #: the threshold is max(delta, noise_k * the pair's noise level)
-    noise_k: float = _param(10.0, "threshold = max(delta, noise_k x the pair's noise level)", checks.non_negative_float, cli=True)
+    noise_k: float = option(10.0, "threshold = max(delta, noise_k x the pair's noise level)", check=checks.non_negative_float)
     #: DBSCAN neighbourhood radius (working-resolution pixels)
-    eps: float = _param(2.0, 'DBSCAN radius (pixels)', checks.positive_float, cli=True)
+    eps: float = option(2.0, 'DBSCAN radius (pixels)', check=checks.positive_float)
     #: DBSCAN core-point count, the point itself included
-    min_samples: int = _param(6, 'DBSCAN core-point neighbours', checks.positive_int, cli=True)
+    min_samples: int = option(6, 'DBSCAN core-point neighbours', check=checks.positive_int)
     #: largest camera shift searched (working-resolution pixels)
-    max_shift: int = _param(4, 'largest camera shift compensated (pixels)', checks.non_negative_int, cli=True)
+    max_shift: int = option(4, 'largest camera shift compensated (pixels)', check=checks.non_negative_int)
     #: also estimate the sub-pixel remainder of the shift (SAM prompts and clean pairs use it)
-    subpixel: bool = _switch(True, '--no-subpixel: do not estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)')
+    subpixel: bool = option(True, 'estimate the sub-pixel part of the camera shift (it maps SAM prompts and tells a clean pair)')
     #: IoU a SAM mask needs with its cluster's region to be kept
-    tau: float = _param(0.5, 'SAM mask kept when its IoU with the cluster reaches this', checks.unit_interval, cli=True)
+    tau: float = option(0.5, 'SAM mask kept when its IoU with the cluster reaches this', check=checks.unit_interval)
     #: why this value: benchmarks/mask_quality.md, `keep_unmatched`
-    keep_unmatched: bool = _switch(False, "--keep-unmatched: with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)", cli=True)
+    keep_unmatched: bool = option(False, "with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
     #: clusters with fewer pixels are dropped as noise
-    min_region: int = _param(12, 'clusters under this many pixels are dropped', checks.non_negative_int)
+    min_region: int = option(12, 'clusters under this many pixels are dropped', check=checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `clean_min_samples`
-    clean_min_samples: int = _param(3, 'DBSCAN core-point neighbours on a clean pair', checks.positive_int)
-    clean_min_region: int = _param(4, '... and its smallest cluster', checks.non_negative_int)
+    clean_min_samples: int = option(3, 'DBSCAN core-point neighbours on a clean pair', check=checks.positive_int)
+    clean_min_region: int = option(4, '... and its smallest cluster', check=checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `grow`
-    grow: int = _param(2, 'hysteresis steps into the partly covered edge pixels (0: none)', checks.non_negative_int)
-    grow_ratio: float = _param(0.6, "a grown pixel's envelope distance must exceed this x the threshold", checks.non_negative_float)
+    grow: int = option(2, 'hysteresis steps into the partly covered edge pixels (0: none)', check=checks.non_negative_int)
+    grow_ratio: float = option(0.6, "a grown pixel's envelope distance must exceed this x the threshold", check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `clean_grow`
-    clean_grow: int = _param(4, 'hysteresis steps on a clean pair, by plain difference alone (0: none)', checks.non_negative_int)
-    clean_subpixel: float = _param(0.1, 'a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...', checks.non_negative_float)
-    clean_noise: float = _param(0.3, "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)", checks.non_negative_float)
+    clean_grow: int = option(4, 'hysteresis steps on a clean pair, by plain difference alone (0: none)', check=checks.non_negative_int)
+    clean_subpixel: float = option(0.1, 'a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...', check=checks.non_negative_float)
+    clean_noise: float = option(0.3, "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)", check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `white_ratio`
-    white_ratio: float = _param(1.3, "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones", checks.non_negative_float)
-    white_seed_k: float = _param(5.0, 'on a still pair with white noise the plain difference seeds above this x its median ...', checks.non_negative_float)
-    white_grow_k: float = _param(3.0, '... and the growth follows it above this x its median', checks.non_negative_float)
+    white_ratio: float = option(1.3, "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones", check=checks.non_negative_float)
+    white_seed_k: float = option(5.0, 'on a still pair with white noise the plain difference seeds above this x its median ...', check=checks.non_negative_float)
+    white_grow_k: float = option(3.0, '... and the growth follows it above this x its median', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `subpixel_seed_k`
-    subpixel_seed_k: float = _param(1.25, 'on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)', checks.non_negative_float)
+    subpixel_seed_k: float = option(1.25, 'on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `subpixel_grow_k`
-    subpixel_grow_k: float = _param(1.0, '... and the growth also follows it above this x its threshold (0: off)', checks.non_negative_float)
+    subpixel_grow_k: float = option(1.0, '... and the growth also follows it above this x its threshold (0: off)', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `texture_grow_k`
-    texture_grow_k: float = _param(4.0, 'on a pair neither clean nor still with white noise, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', checks.non_negative_float)
+    texture_grow_k: float = option(4.0, 'on a pair neither clean nor still with white noise, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `prune_k`
-    prune_k: float = _param(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', checks.non_negative_float)
-    prune_pixels: int = _param(200, '... when it has fewer pixels than this', checks.non_negative_int)
+    prune_k: float = option(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', check=checks.non_negative_float)
+    prune_pixels: int = option(200, '... when it has fewer pixels than this', check=checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `fill_holes`
-    fill_holes: bool = _switch(True, '--no-fill-holes: per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)', cli=True)
+    fill_holes: bool = option(True, 'per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)')
 
     def __post_init__(self) -> None:
         for name, check in PARAM_CHECKS.items():  # refused where set, in one line naming it
@@ -95,5 +84,7 @@ class MaskParams:
 
 #: the range of every numeric :class:`MaskParams` field (``idc-precompute masks`` parses its
 #: options with them too): a value outside makes every mask meaningless
+#: what the command line takes: DAVIR's knobs (resize, delta, eps, min_samples, tau) and four more
+CLI_PARAMS = ("resize", "delta", "eps", "min_samples", "tau", "noise_k", "max_shift", "keep_unmatched", "fill_holes")
 #: the range check of each numeric field (the CLI's argument types, the dataclass's own check)
-PARAM_CHECKS = {f.name: f.metadata["check"] for f in fields(MaskParams) if "check" in f.metadata}
+PARAM_CHECKS = {f.name: f.metadata["check"] for f in fields(MaskParams) if f.metadata["check"]}
