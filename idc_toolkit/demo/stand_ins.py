@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="folder to write them into (kept ones are not rewritten)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    from transformers.utils import logging as transformers_logging
+    from ..devices import quiet_model_loading
 
-    transformers_logging.disable_progress_bar()  # a "Writing model shards" bar per model says nothing here
+    quiet_model_loading("transformers", "diffusers")  # a loading or "Writing model shards" bar per model says nothing here
     save_stand_ins(args.out, args.seed)
     return 0
 
