@@ -30,10 +30,14 @@ class FigureResult:
     pairs: tuple[str, ...]
 
 
+def _category_names(features) -> Optional[list[str]]:
+    return getattr(features.get("category"), "names", None) if hasattr(features, "get") else None
+
+
 def default_pairs(rows, features, most: int = 6) -> list[str]:
     """Without ``--pairs``: the first pair of each category, in the dataset's category order (the
     first three pairs where it has no categories), at most ``most``."""
-    names = getattr(features.get("category"), "names", None) if hasattr(features, "get") else None
+    names = _category_names(features)
     wanted = len(names) if names else 3
     firsts: dict[int, str] = {}
     for start in range(0, len(rows), 256):
@@ -83,7 +87,7 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     if folder.complete:
         return result
 
-    names = getattr(features.get("category"), "names", None) if hasattr(features, "get") else None
+    names = _category_names(features)
     n = len(pairs)
     row_height = width * 0.27
     fig, axes = plt.subplots(n, 3, figsize=(width, row_height * n), squeeze=False,
