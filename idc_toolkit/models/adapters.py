@@ -41,7 +41,7 @@ def resolve_adapter(adapter: str, revision: Optional[str] = None) -> str:
     try:
         return snapshot_download(adapter, revision=revision, allow_patterns=["adapter_config.json", "adapter_model.*"])
     except Exception as exc:  # connection and Hub errors come in many types
-        raise IDCError(f"--adapter {adapter!r}: cannot download it ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+        raise IDCError(f"--adapter {adapter!r}: cannot download it ({type(exc).__name__}: {first_line(exc)})") from None
 
 
 def read_adapter(adapter_dir: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:

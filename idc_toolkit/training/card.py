@@ -134,6 +134,8 @@ def push_adapter(folder: Path, repo: str, private: bool = False) -> str:
             info = api.upload_folder(folder_path=str(staged), repo_id=repo, repo_type="model",
                                      commit_message="idc-train: adapter and model card")
         except Exception as exc:  # network and Hub errors come in many types
-            raise IDCError(f"--push-to-hub {repo}: upload failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); the "
+            from ..stores import first_line
+
+            raise IDCError(f"--push-to-hub {repo}: upload failed ({type(exc).__name__}: {first_line(exc)}); the "
                            f"adapter is in {folder}") from None
     return str(getattr(info, "commit_url", repo))

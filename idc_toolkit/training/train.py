@@ -408,8 +408,9 @@ def verify_checkpoint(checkpoint: str) -> None:
             with safe_globals():
                 torch.load(f, map_location="cpu", weights_only=True)
         except Exception as exc:
-            reason = str(exc).strip().splitlines()[0][:160]
-            raise IDCError(f"{f}: not a plain tensor file ({type(exc).__name__}: {reason}); the checkpoint is corrupt or "
+            from ..stores import first_line
+
+            raise IDCError(f"{f}: not a plain tensor file ({type(exc).__name__}: {first_line(exc)}); the checkpoint is corrupt or "
                            "holds pickled code: move it away to resume from the one before") from None
     if (Path(checkpoint) / "adapter_model.safetensors").is_file():
         from safetensors import safe_open
