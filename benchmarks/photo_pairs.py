@@ -281,6 +281,81 @@ SHARE_RANGES = ((0.002, 0.009), (0.012, 0.035), (0.045, 0.11), (0.13, 0.28))
 IMAGE_SIZES = ((224, 224), (448, 448), (480, 320), (320, 480))
 
 
+#: the held-out photographs: none of them was ever looked at while the pipeline's parameters were
+#: chosen (those were chosen on :func:`all_photographs`). They ship inside package archives on
+#: PyPI, so the set is fetched with pip into a cache and checked byte for byte:
+#: (pip requirement, archive kind, member, sha256 of the member)
+HELDOUT_PHOTOS = tuple(
+    ("pillow==13.0.0", "sdist", f"pillow-13.0.0/Tests/images/{name}", digest) for name, digest in (
+        ("exif-72dpi-int.jpg", "9a77846a19a58f29bae67233c99f29fd2361536044176077c1ea4a2507c79b68"),  # mountain
+        ("exif_gps_typeerror.jpg", "2ed5855e452e9798fc21c02e81213c84d0b4d52f2870212b179cdd1371a101a3"),  # aeroplane
+        ("frozenpond.mpo", "efaa9344f24bbb1d51707f8eb2552d7de42e5e03588b4a284c5c73305da9083b"),  # trees in snow
+        ("fujifilm.mpo", "9a762601aacf49a2e5a999521447279ae2a7fd91d1872301f49a1ff8b1c0b544"),  # rock face
+        ("icc_profile_big.jpg", "9329fadea9654d127bdf1f5c31d0583a5797282ffc45d668662da4df6ee4c3dd"),  # beach
+        ("junk_jpeg_header.jpg", "fcb61dacabfdc97c4f714492401c05b94f181f48fd272fc18b6e457fc71a6120"),  # tall grass
+        ("sugarshack.mpo", "e21649efe1bb04e342203fbb73fb8381609e3577949d4a8868cfeb90acfa1579"),  # cabin in snow
+        ("xmp_test.jpg", "b024c2d84839f63249b220e42480a2150d9540a7daf464cbd8f459ea575ff0e9"),  # coins on stone
+        ("flower.jpg", "8a9d04b92d0de5836c59ede8ae421235488e4031e893e07b1fe7e4b78f6a9901"),  # frangipani
+        ("bc5_unorm.png", "44727aa97340ca6b44b1b0686e52d21c8cee4803aa7f148509c308ec6d0dcd54"),  # gerbera
+    )) + (
+    ("scipy==1.9.3", "wheel", "scipy/misc/face.dat", "9d8b0b4d081313e2b485748c770472e5a95ed1738146883d84c7030493e82886"),
+    ("scipy==1.9.3", "wheel", "scipy/misc/ascent.dat", "e8a84939484463ab8051aedc5b40aa262ab33a91d6458a6cd13c6a1cad5a023d"),
+    ("PyWavelets==1.9.0", "wheel", "pywt/data/aero.npz", "df862635798bac94226b8928f224da8cef8b0d00492c1fdf48fac6dfaf97a94b"),
+)
+#: a held-out photograph's long side is brought down to this first (fujifilm.mpo is 3648 px wide)
+HELDOUT_LONG_SIDE = 1024
+
+
+def _decoded(member: str, raw: bytes) -> np.ndarray:
+    import bz2
+    import pickle
+
+    if member.endswith("face.dat"):  # scipy.misc.face: bz2-compressed raw 768x1024 RGB
+        return np.frombuffer(bz2.decompress(raw), dtype=np.uint8).reshape(768, 1024, 3)
+    if member.endswith("ascent.dat"):  # scipy.misc.ascent: a pickled 512x512 grey array
+        return np.stack([np.asarray(pickle.loads(raw), dtype=np.uint8)] * 3, axis=-1)
+    if member.endswith(".npz"):
+        with np.load(io.BytesIO(raw)) as z:
+            grey = z[z.files[0]]
+        return np.stack([np.clip(grey, 0, 255).astype(np.uint8)] * 3, axis=-1)
+    image = Image.open(io.BytesIO(raw)).convert("RGB")
+    if max(image.size) > HELDOUT_LONG_SIDE:
+        image.thumbnail((HELDOUT_LONG_SIDE, HELDOUT_LONG_SIDE), Image.LANCZOS)
+    return np.asarray(image)
+
+
+def heldout_photographs(cache: Optional[Path] = None) -> list[tuple[str, np.ndarray]]:
+    """:data:`HELDOUT_PHOTOS` (name, RGB array): each archive fetched once with ``pip download``
+    into ``cache`` (default ``~/.cache/idc-toolkit/heldout-photos``), each photo checked by sha256."""
+    import hashlib
+    import subprocess
+    import sys
+    import tarfile
+    import zipfile
+
+    cache = Path(cache or Path.home() / ".cache" / "idc-toolkit" / "heldout-photos")
+    out = []
+    for requirement, kind, member, digest in HELDOUT_PHOTOS:
+        name = requirement.split("==")[0].lower().replace("-", "_")
+        archives = sorted(cache.glob(f"{name}-*")) if cache.exists() else []
+        if not archives:
+            binary = ["--no-binary=:all:"] if kind == "sdist" else ["--only-binary=:all:"]
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *binary, requirement,
+                            "-d", str(cache)], check=True, capture_output=True)
+            archives = sorted(cache.glob(f"{name}-*"))
+        archive = archives[0]
+        if kind == "sdist":
+            with tarfile.open(archive) as tar:
+                raw = tar.extractfile(member).read()
+        else:
+            with zipfile.ZipFile(archive) as zf:
+                raw = zf.read(member)
+        if hashlib.sha256(raw).hexdigest() != digest:
+            raise ValueError(f"{archive.name}: {member} is not the held-out photograph (sha256 differs)")
+        out.append((member.rsplit("/", 1)[-1], _decoded(member, raw)))
+    return out
+
+
 def all_photographs() -> list[tuple[str, np.ndarray]]:
     """Every real photograph the installed packages ship (name, RGB array): scikit-image's
     data folder (photographs only: no drawings, logos or synthetic test patterns; grey ones as
@@ -425,12 +500,14 @@ def cell_pair(photos: list[tuple[str, np.ndarray]], cell: int, j: int, change: s
     return shaped_pair(photo, donor, change, shape, float(rng.uniform(*share_range)), distractor, out_size, rng)
 
 
-def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES) -> list[WidePair]:
+def wide_pairs(seed: int = 0, photos_per_cell: int = 2, sizes=IMAGE_SIZES,
+               photos: Optional[list[tuple[str, np.ndarray]]] = None) -> list[WidePair]:
     """Every change kind x shape x size class x image size, ``photos_per_cell`` photographs
-    each (round robin over all of them, each with a seeded distractor), plus every distractor
-    alone on every photograph at every image size: the pairs of ``benchmarks/mask_quality.py``.
-    A change whose rendered truth vanished (a share too small for the photo) is left out."""
-    photos = all_photographs()
+    each (round robin over ``photos``, default :func:`all_photographs`, donors among them, each
+    with a seeded distractor), plus every distractor alone on every photograph at every image
+    size: the pairs of ``benchmarks/mask_quality.py``. A change whose rendered truth vanished (a
+    share too small for the photo) is left out."""
+    photos = photos if photos is not None else all_photographs()
     pairs: list[WidePair] = []
     cell = 0
     for out_size in sizes:
