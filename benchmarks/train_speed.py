@@ -84,7 +84,7 @@ def real_size_configs() -> dict:
 def real_size_estimates() -> None:
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_settings
     from idc_toolkit.training.estimate import estimate
 
     names = {"blip2idc": "BLIP-2 OPT-2.7B", "davir": "InstructBLIP-Vicuna-7B"}
@@ -99,10 +99,8 @@ def real_size_estimates() -> None:
             facts = DatasetFacts(builder="clevr_change", pair_style="scene")
             rows = []
             for ckpt in (False, True):
-                s = resolve_settings(cls, facts, variant=None, base_model=str(folder), revision=None, epochs=None,
-                                     batch_size=16, grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None,
-                                     seed=0, dtype="bfloat16", split="train", val_split=None, val_limit=0,
-                                     gradient_checkpointing=ckpt)
+                s = resolve_settings(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=str(folder), batch_size=16,
+                                                           dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
                 rows.append(estimate(cls, s, facts, "cpu"))
             e, c = rows
             gib = 2 ** 30

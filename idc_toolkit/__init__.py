@@ -9,6 +9,7 @@ The public API mirrors the command-line tools::
     generate_predictions idc-eval --model ... --predict-only
     evaluate_predictions idc-eval --predictions
     compare_systems      idc-eval compare
+    train(TrainArgs(...)) idc-train
     view                 idc-view             (a static pair browser of a dataset and its evaluations)
     view_figure          idc-view figure      (a qualitative-examples panel: PDF, PNG, LaTeX)
 
@@ -31,6 +32,7 @@ _API = {
     "evaluate_predictions": "idc_toolkit.api:evaluate_predictions",
     "compare_systems": "idc_toolkit.api:compare_systems",
     "train": "idc_toolkit.training.train:train",
+    "TrainArgs": "idc_toolkit.training.args:TrainArgs",
     "view": "idc_toolkit.viewer.site:write_site",
     "view_figure": "idc_toolkit.viewer.figure:write_figure",
 }

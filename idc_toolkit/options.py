@@ -6,13 +6,37 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import MISSING, Field, field, fields
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
+
+
+Choices = Optional[Union[Sequence[str], Callable[[], Sequence[str]]]]
 
 
 def option(default: Any, help: str, *, check: Optional[Callable[[str, Any], Any]] = None,
-           choices: Optional[Sequence[str]] = None, metavar: Optional[str] = None) -> Any:
-    """A dataclass field that is also a ``--name-with-dashes`` option."""
+           choices: Choices = None, metavar: Optional[str] = None) -> Any:
+    """A dataclass field that is also a ``--name-with-dashes`` option (``choices`` may be a function
+    of no arguments, asked when the parser is built: a registry's names)."""
     return field(default=default, metadata={"help": help, "check": check, "choices": choices, "metavar": metavar})
+
+
+def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None) -> Any:
+    """A dataclass field without default: a required option."""
+    return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar})
+
+
+def python_only(help: str, default_factory: Callable[[], Any]) -> Any:
+    """A dataclass field the command line fills its own way (a model's own options, NAME=VALUE pairs)."""
+    return field(default_factory=default_factory, metadata={"help": help, "cli": False})
+
+
+def help_of(options_cls: type, name: str) -> str:
+    """The help written on one field."""
+    return next(f.metadata["help"] for f in fields(options_cls) if f.name == name)
+
+
+def cli_fields(options_cls: type) -> list[str]:
+    """The fields of ``options_cls`` that are command-line options, in their order."""
+    return [f.name for f in fields(options_cls) if f.metadata.get("cli", True)]
 
 
 def flag_of(f: Field) -> str:
@@ -34,11 +58,16 @@ def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequen
         if isinstance(f.default, bool):
             group.add_argument(flag, dest=name, action="store_false" if f.default else "store_true", help=prefix + meta["help"])
             continue
-        kwargs: dict[str, Any] = {"default": None if f.default is MISSING else f.default, "help": prefix + meta["help"]}
+        kwargs: dict[str, Any] = {"help": prefix + meta["help"]}
+        if f.default is MISSING and f.default_factory is MISSING:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = None if f.default is MISSING else f.default
         if meta.get("check"):
             kwargs["type"] = arg_type(meta["check"], flag)
         if meta.get("choices"):
-            kwargs["choices"] = list(meta["choices"])
+            choices = meta["choices"]
+            kwargs["choices"] = list(choices() if callable(choices) else choices)
         if meta.get("metavar"):
             kwargs["metavar"] = meta["metavar"]
         group.add_argument(flag, **kwargs)

@@ -33,6 +33,10 @@ _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(/?)")
 STAGING = "staging"
 COPY_CHUNK = 8 << 20
 
+#: what an option taking an output folder or a dataset folder adds to its help
+STORE_OUT = "; or an s3:// / gs:// / hf:// URI: staged here, published there when finished"
+STORE_DATASET = "; or such a folder on an object store (s3://, gs://, hf://), read through a local copy"
+
 
 def uri_scheme(text: str) -> Optional[str]:
     """The scheme of a URI (lower case), ``None`` for a plain path (``C:\\x`` included)."""

@@ -78,14 +78,12 @@ EXPECTED_DEFAULTS = {
 def resolved(facts):
     """``{model: (rank, lr, reference of ["a b c", "a"])}`` every recipe resolves for ``facts``."""
     from idc_toolkit.models.registry import get_recipe_class, trainable_models
-    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_settings
 
     out = {}
     for name in trainable_models():
         cls = get_recipe_class(name)
-        s = resolve_settings(cls, facts, variant=None, base_model="x", revision=None, epochs=None, batch_size=None,
-                             grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="auto",
-                             split="train", val_split="validation", val_limit=0, gradient_checkpointing=False)
+        s = resolve_settings(cls, facts, TrainArgs(name, dataset="data", out="run", base_model="x"))
         out[name] = (s.lora_rank, s.lr, cls(s, facts).reference(["a long one", "short"], 0, 0))
     return out
 

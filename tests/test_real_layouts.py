@@ -84,13 +84,11 @@ def test_recipes_resolve_their_lora_targets_on_the_real_layout(model, name):
 
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_settings
 
     cls = get_recipe_class(model)
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    settings = resolve_settings(cls, facts, variant=None, base_model=name, revision=None, epochs=None, batch_size=None,
-                                grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="auto",
-                                split="train", val_split=None, val_limit=0, gradient_checkpointing=False)
+    settings = resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=name, val_split=None))
     base = meta_model(name)
     net = get_peft_model(base, cls(settings, facts).lora_config(base))
     wrapped = {n.split(".lora_A.")[0] for n, _ in net.named_parameters() if ".lora_A." in n}
@@ -106,13 +104,13 @@ def test_recipes_resolve_their_lora_targets_on_the_real_layout(model, name):
 def test_dry_run_on_the_real_layout(model, name, tmp_path, demo_dataset, davir_dataset):
     """``idc-train --dry-run`` against a folder holding only the real config.json: exact parameter
     counts, no weights read."""
-    from idc_toolkit.training import train
+    from idc_toolkit.training import TrainArgs, train
 
     base = tmp_path / "base"
     real_config(name).save_pretrained(base)
     dataset = davir_dataset if model == "davir" else demo_dataset
-    result = train(model, str(dataset), tmp_path / "out", base_model=str(base), val_split=None, device="cpu",
-                   progress=False, report_to="none", dry_run=True)
+    result = train(TrainArgs(model, str(dataset), tmp_path / "out", base_model=str(base), val_split=None, device="cpu",
+                   progress=False, report_to="none", dry_run=True))
     total = sum(result.estimate.parameters.values()) / 1e9
     assert total == pytest.approx({"blip2idc": 3.74, "davir": 7.91}[model], abs=0.02)
     assert not (tmp_path / "out").exists()
@@ -132,13 +130,13 @@ def test_the_vlm_runner_loads_every_published_vlm_through_its_auto_class(name):
 
 @pytest.mark.parametrize("model,name", [("blip2idc", "Salesforce/blip2-flan-t5-xl"), ("davir", "Salesforce/instructblip-flan-t5-xl")])
 def test_training_refuses_an_encoder_decoder_base_in_one_line(model, name, tmp_path, demo_dataset, davir_dataset):
-    from idc_toolkit.training import train
+    from idc_toolkit.training import TrainArgs, train
 
     base = tmp_path / "base"
     real_config(name).save_pretrained(base)
     with pytest.raises(IDCError, match="has a t5 \\(encoder-decoder\\) language model"):
-        train(model, str(davir_dataset if model == "davir" else demo_dataset), tmp_path / "out", base_model=str(base),
-              val_split=None, device="cpu", progress=False, report_to="none", dry_run=True)
+        train(TrainArgs(model, str(davir_dataset if model == "davir" else demo_dataset), tmp_path / "out", base_model=str(base),
+              val_split=None, device="cpu", progress=False, report_to="none", dry_run=True))
 
 
 @pytest.mark.parametrize("tiny,real", [("blip2", "Salesforce/blip2-opt-2.7b"), ("iblip", "Salesforce/instructblip-vicuna-7b"),
@@ -194,16 +192,14 @@ def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointin
     against the H100's peak for the same run."""
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_settings
     from idc_toolkit.training.estimate import estimate
 
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # the estimate for an H100, here
     cls = get_recipe_class(model)
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    settings = resolve_settings(cls, facts, variant=None, base_model=str(measured_setups[model]), revision=None, epochs=None,
-                                batch_size=16, grad_accum=1, lr=None, lora_rank=None, max_steps=-1, save_steps=None, seed=0,
-                                dtype="auto", split="train", val_split=None, val_limit=0,
-                                gradient_checkpointing=checkpointing)
+    settings = resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=str(measured_setups[model]),
+                                                      batch_size=16, val_split=None, gradient_checkpointing=checkpointing))
     result = estimate(cls, settings, facts, "cuda")
     gib = result.total_bytes / 1024 ** 3
     assert result.dtype == "bfloat16"

@@ -37,14 +37,13 @@ def _first_loss(variant: str):
     from peft import get_peft_model
 
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_settings
     from idc_toolkit.models.recipe import caption_loss_sum
 
     cls = get_recipe_class("blip2idc")
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    s = resolve_settings(cls, facts, variant=variant, base_model=str(FIXTURE), revision=None, epochs=None, batch_size=2,
-                         grad_accum=1, lr=None, lora_rank=8, max_steps=-1, save_steps=None, seed=0, dtype="float32",
-                         split="train", val_split=None, val_limit=0, gradient_checkpointing=False)
+    s = resolve_settings(cls, facts, TrainArgs("blip2idc", dataset="data", out="run", variant=variant, base_model=str(FIXTURE),
+                                               batch_size=2, lora_rank=8, dtype="float32", val_split=None))
     recipe = cls(s, facts)
     model = recipe.load(torch.float32)
     net = get_peft_model(model, recipe.lora_config(model)).train()

@@ -11,7 +11,7 @@ import pytest
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.cli.train import main as train_main
 from idc_toolkit.masks.fac import fac_loss
-from idc_toolkit.training import train
+from idc_toolkit.training import TrainArgs, train
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.java
@@ -55,8 +55,8 @@ def test_loss_decreases_on_the_demo_dataset(model, bases, demo_dataset, davir_da
 
     data = demo_dataset if model == "blip2idc" else davir_dataset
     hf_logging.enable_progress_bar()
-    r = train(model, str(data), tmp_path / "run", base_model=str(bases[model]), max_steps=30, batch_size=4, lr=1e-2,
-              val_split=None, device="cpu", progress=False, report_to="none")
+    r = train(TrainArgs(model, str(data), tmp_path / "run", base_model=str(bases[model]), max_steps=30, batch_size=4, lr=1e-2,
+              val_split=None, device="cpu", progress=False, report_to="none"))
     assert not hf_logging.is_progress_bar_enabled()  # no progress: not even transformers' "Loading weights" bar
     hf_logging.enable_progress_bar()
     assert len(r.losses) == 30 and np.mean(r.losses[-5:]) < np.mean(r.losses[:5]) - 0.05, r.losses
@@ -82,7 +82,7 @@ def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(
 
     options = dict(base_model=str(bases["blip2idc"]), max_steps=12, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
                    device="cpu", report_to="none", seed=3)
-    whole = train("blip2idc", str(demo_dataset), tmp_path / "whole", progress=False, **options)
+    whole = train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "whole", progress=False, **options))
     cmd = [sys.executable, "-m", "idc_toolkit.cli.train", "--model", "blip2idc", "--dataset", str(demo_dataset),
            "--out", str(tmp_path / "cut"), "--base-model", options["base_model"], "--max-steps", "12", "--save-steps", "2",
            "--batch-size", "4", "--lr", "5e-3", "--val-split", "", "--device", "cpu", "--report-to", "none", "--seed", "3",
@@ -99,7 +99,7 @@ def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(
     resumed = tmp_path / "cut" / "adapter"
     a, b = _adapter_tensors(whole.adapter), _adapter_tensors(resumed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert train("blip2idc", str(demo_dataset), tmp_path / "cut", progress=True, **options).already_done
+    assert train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "cut", progress=True, **options)).already_done
 
 
 def test_off_a_terminal_progress_is_plain_lines_and_no_log_dicts(bases, demo_dataset, tmp_path, capsys):
@@ -162,8 +162,8 @@ def test_bad_inputs_fail_before_any_model_is_loaded(bases, demo_dataset, tmp_pat
 def test_davir_attention_pictures_during_training(bases, davir_dataset, tmp_path):
     from PIL import Image
 
-    r = train("davir", str(davir_dataset), tmp_path / "run", base_model=str(bases["davir"]), max_steps=4, batch_size=4,
-              lr=1e-2, options={"attention_every": 2}, val_split=None, device="cpu", progress=False, report_to="none")
+    r = train(TrainArgs("davir", str(davir_dataset), tmp_path / "run", base_model=str(bases["davir"]), max_steps=4, batch_size=4,
+              lr=1e-2, options={"attention_every": 2}, val_split=None, device="cpu", progress=False, report_to="none"))
     pictures = sorted((r.out / "attention").iterdir())
     assert [p.name.split("_")[0] for p in pictures] == ["step-000002"] * 2 + ["step-000004"] * 2
     img = Image.open(pictures[0])
@@ -288,8 +288,8 @@ def test_model_card_report_to_and_push_to_hub(bases, demo_dataset, tmp_path, mon
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     monkeypatch.chdir(tmp_path)  # the Trainer's TensorBoard writer resolves its log folder from here
-    r = train("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), epochs=1, batch_size=8,
-              lr=2e-2, val_limit=6, device="cpu", progress=False, report_to="tensorboard", push_to_hub="me/blip2idc-demo")
+    r = train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "run", base_model=str(bases["blip2idc"]), epochs=1, batch_size=8,
+              lr=2e-2, val_limit=6, device="cpu", progress=False, report_to="tensorboard", push_to_hub="me/blip2idc-demo"))
     events = sorted((tmp_path / "run").rglob("events.out.tfevents.*"))
     assert events, "no TensorBoard event file under the run folder"
     tags = set()
@@ -360,8 +360,8 @@ def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tm
                                   [f"{PROMPT} Entity:", *(e for r in rows["entities"] for e in r)], steps=60)
     shares = {}
     for lam in (0.0, 0.1):
-        run = train("davir", str(davir_dataset), tmp_path / f"run{lam}", base_model=str(base), epochs=8, batch_size=8,
+        run = train(TrainArgs("davir", str(davir_dataset), tmp_path / f"run{lam}", base_model=str(base), epochs=8, batch_size=8,
                     lr=5e-3, val_split=None, device="cpu", progress=False, report_to="none", seed=0,
-                    options={"fac_weight": lam, "fac_reading": "normalised"})
+                    options={"fac_weight": lam, "fac_reading": "normalised"}))
         shares[lam] = _attention_on_mask(run, base, davir_dataset)
     assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0665 -> 0.0755 (x1.14; 0.0760 -> 0.0845 on the masks before pipeline revision 2)

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from idc_toolkit.facts import DatasetFacts  # noqa: E402
-from idc_toolkit.training import resolve_settings, train  # noqa: E402
+from idc_toolkit.training import TrainArgs, resolve_settings, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +25,10 @@ def _settings(model, base, **kw):
     from idc_toolkit.models.registry import get_recipe_class
 
     cls = get_recipe_class(model)
-    args = dict(variant=None, base_model=str(base), revision=None, epochs=None, batch_size=2, grad_accum=1, lr=None,
-                lora_rank=None, max_steps=-1, save_steps=None, seed=0, dtype="float32", split="train",
-                val_split=None, val_limit=0, gradient_checkpointing=False)
+    args = dict(base_model=str(base), batch_size=2, dtype="float32", val_split=None)
     args.update(kw)
-    return cls, resolve_settings(cls, DatasetFacts(builder="clevr_change", pair_style="scene"), **args)
+    return cls, resolve_settings(cls, DatasetFacts(builder="clevr_change", pair_style="scene"),
+                                 TrainArgs(model, dataset="data", out="run", **args))
 
 
 def _rows(captions):
@@ -114,9 +113,9 @@ def test_gradient_accumulation_is_exact(bases, demo_dataset, tmp_path):
 
     runs = {}
     for n in (1, 2, 4):
-        r = train("blip2idc", str(demo_dataset), tmp_path / f"ga{n}", base_model=str(base), max_steps=1, lora_dropout=0.0,
+        r = train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / f"ga{n}", base_model=str(base), max_steps=1, lora_dropout=0.0,
                   batch_size=8 // n, grad_accum=n, lr=1e-2, val_split=None, device="cpu", progress=False,
-                  report_to="none", seed=1, dtype="float32", trainer_args={"optim": "sgd"})
+                  report_to="none", seed=1, dtype="float32", trainer_args={"optim": "sgd"}))
         steps = [json.loads(line) for line in (tmp_path / f"ga{n}" / "steps.jsonl").read_text().splitlines()]
         assert [row["step"] for row in steps] == [1] and {"loss", "lr", "grad_norm", "epoch", "caption_loss"} <= set(steps[0])
         runs[n] = (steps[0]["loss"], steps[0]["grad_norm"], load_file(str(r.adapter / "adapter_model.safetensors")))
@@ -139,7 +138,7 @@ def test_meaningless_settings_are_refused_before_any_work(bases, demo_dataset, t
                             ({"grad_accum": 0}, "--grad-accum 0: must be at least 1"),
                             ({"val_limit": -1}, "--val-limit -1: must be 0 or more")):
         with pytest.raises(IDCError, match=message.replace("(", r"\(")):
-            train("blip2idc", str(demo_dataset), tmp_path / "never", **base, **kwargs)
+            train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "never", **base, **kwargs))
     assert not (tmp_path / "never").exists()
     import transformers
 
@@ -150,9 +149,9 @@ def test_meaningless_settings_are_refused_before_any_work(bases, demo_dataset, t
     transformers.Blip2ForConditionalGeneration.from_pretrained = no_loading
     try:
         with pytest.raises(IDCError, match="--trainer-arg no_such_field: not a TrainingArguments field"):
-            train("blip2idc", str(demo_dataset), tmp_path / "t", **base, trainer_args={"no_such_field": 1})
+            train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "t", **base, trainer_args={"no_such_field": 1}))
         with pytest.raises(IDCError, match="TrainingArguments refused the settings"):
-            train("blip2idc", str(demo_dataset), tmp_path / "t2", **base, trainer_args={"lr_scheduler_type": "nope"})
+            train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "t2", **base, trainer_args={"lr_scheduler_type": "nope"}))
         assert not (tmp_path / "t").exists() and not (tmp_path / "t2").exists()  # nothing written
         # --trainer-arg: the toolkit's own fields name their flag; the others meet the flags' range checks
         for trainer_args, message in (({"output_dir": str(tmp_path / "elsewhere")}, "output_dir: set by idc-train itself; use --out"),
@@ -164,7 +163,7 @@ def test_meaningless_settings_are_refused_before_any_work(bases, demo_dataset, t
                                       ({"adam_epsilon": 0}, "adam_epsilon 0: must be greater than 0"),
                                       ({"label_smoothing_factor": float("nan")}, "must be a finite number")):
             with pytest.raises(IDCError, match=message):
-                train("blip2idc", str(demo_dataset), tmp_path / "t3", **base, trainer_args=trainer_args)
+                train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "t3", **base, trainer_args=trainer_args))
         assert not (tmp_path / "t3").exists() and not (tmp_path / "elsewhere").exists()
     finally:
         transformers.Blip2ForConditionalGeneration.from_pretrained = original
@@ -185,11 +184,11 @@ def test_a_second_run_on_the_same_out_is_refused_naming_the_holder(bases, demo_d
         def on_step_end(self, args, state, control, **kw):
             if "refusal" not in seen:
                 try:
-                    train("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs)
+                    train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs))
                 except IDCError as exc:
                     seen["refusal"] = str(exc)
 
-    train("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs, callbacks=(SecondRun(),))
+    train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "run", **kwargs), callbacks=(SecondRun(),))
     assert "is in use by pid" in seen["refusal"] and str(os.getpid()) in seen["refusal"]
     steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()]
     assert steps == [1]
@@ -208,10 +207,10 @@ def test_blip2idc_training_refuses_a_dataset_without_pair_style(bases, demo_data
     end = card.index("idc_toolkit_run:")
     (copy / "README.md").write_text(card[:start] + card[end:])
     with pytest.raises(IDCError, match="records no pair style"):
-        train("blip2idc", str(copy), tmp_path / "run", base_model=str(bases["blip2idc"]), val_split=None, device="cpu",
-              progress=False, report_to="none")
-    r = train("blip2idc", str(copy), tmp_path / "run", base_model=str(bases["blip2idc"]), val_split=None, device="cpu",
-              progress=False, report_to="none", max_steps=1, options={"pair_style": "scene"})
+        train(TrainArgs("blip2idc", str(copy), tmp_path / "run", base_model=str(bases["blip2idc"]), val_split=None, device="cpu",
+              progress=False, report_to="none"))
+    r = train(TrainArgs("blip2idc", str(copy), tmp_path / "run", base_model=str(bases["blip2idc"]), val_split=None, device="cpu",
+              progress=False, report_to="none", max_steps=1, options={"pair_style": "scene"}))
     assert r.adapter.is_dir()
 
 
@@ -235,8 +234,8 @@ def test_dry_run_counts_parameters_exactly_and_loads_no_weights(bases, demo_data
         raise AssertionError("weights were loaded")
 
     monkeypatch.setattr(transformers.Blip2ForConditionalGeneration, "from_pretrained", no_loading)
-    r = train("blip2idc", str(demo_dataset), tmp_path / "never", base_model=str(bases["blip2idc"]), dry_run=True,
-              device="cpu", val_split=None, lora_rank=s.lora_rank)
+    r = train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "never", base_model=str(bases["blip2idc"]), dry_run=True,
+              device="cpu", val_split=None, lora_rank=s.lora_rank))
     assert sum(r.estimate.parameters.values()) == n_total and sum(r.estimate.trainable.values()) == n_train
     assert set(r.estimate.trainable) == {"vision_model", "qformer", "language_model"}
     assert r.estimate.total_bytes > r.estimate.weight_bytes > 0 and not (tmp_path / "never").exists()

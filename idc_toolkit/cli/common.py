@@ -15,6 +15,7 @@ from typing import Callable
 
 from .. import __version__
 from ..errors import IDCError
+from ..stores import STORE_DATASET, STORE_OUT  # noqa: F401  (the commands' help names them)
 
 #: the extra that provides each optional top-level module
 EXTRAS = {
@@ -33,11 +34,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if "%(default)" in text or flag or action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
             return text
         return text + " (default: %(default)s)"
-
-
-#: what every --out and --dataset help adds: where else they may be (idc_toolkit.stores)
-STORE_OUT = "; or an s3:// / gs:// / hf:// URI: staged here, published there when finished"
-STORE_DATASET = "; or such a folder on an object store (s3://, gs://, hf://), read through a local copy"
 
 
 def shown_out(out: object, local: object) -> str:

@@ -8,6 +8,7 @@
 """
 
 from ..models.recipe import DatasetDefaults, Recipe, Settings
+from .args import TrainArgs
 from .train import TrainResult, resolve_settings, train
 
-__all__ = ["DatasetDefaults", "Recipe", "Settings", "TrainResult", "resolve_settings", "train"]
+__all__ = ["DatasetDefaults", "Recipe", "Settings", "TrainArgs", "TrainResult", "resolve_settings", "train"]

@@ -29,14 +29,15 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from ..checks import non_negative_float, non_negative_int, optional, positive_float, positive_int, unit_interval
+from ..checks import non_negative_float, non_negative_int, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter
+from .args import TrainArgs
 from ..models.recipe import Recipe, Settings
 
 log = logging.getLogger(__name__)
@@ -120,42 +121,35 @@ def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, se
     return ds, val
 
 
-def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, *, variant: Optional[str], base_model: Optional[str],
-                     revision: Optional[str], epochs: Optional[float], batch_size: Optional[int], grad_accum: int,
-                     lr: Optional[float], lora_rank: Optional[int], max_steps: int, save_steps: Optional[int], seed: int,
-                     dtype: str, split: str, val_split: Optional[str], val_limit: int, gradient_checkpointing: bool,
-                     options: Optional[dict[str, Any]] = None, lora_dropout: float = 0.05,
-                     trainer_args: Optional[dict[str, Any]] = None) -> Settings:
+def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainArgs) -> Settings:
     """Every setting of a run: what was given, else the variant's and the dataset's defaults
-    (``defaults_source`` says where the rank and lr came from). Values are range-checked
-    here, so the CLI and the Python API refuse the same things."""
-    variant = variant or next(iter(recipe_cls.variants))
+    (``defaults_source`` says where the rank and lr came from). The values were range-checked
+    when ``args`` was made."""
+    variant = args.variant or next(iter(recipe_cls.variants))
     if variant not in recipe_cls.variants:
         raise IDCError(f"--variant {variant!r}: {recipe_cls.name} has {', '.join(recipe_cls.variants)}")
     v = recipe_cls.variants[variant]
     d = recipe_cls.defaults_for(facts)
-    rank = d.lora_rank if lora_rank is None else positive_int("--lora-rank", lora_rank)
-    given_options = dict(options or {})
+    rank = d.lora_rank if args.lora_rank is None else args.lora_rank
     known = recipe_cls.option_defaults()
-    unknown = sorted(set(given_options) - set(known))
+    unknown = sorted(set(args.options) - set(known))
     if unknown:
         raise IDCError(f"{recipe_cls.name} has no option(s) {', '.join(unknown)}; its own: {', '.join(known) or 'none'}")
     return Settings(
-        model=recipe_cls.name, variant=variant, base_model=base_model or recipe_cls.base_model,
-        revision=revision if base_model else (revision or recipe_cls.revision),
-        epochs=v.epochs if epochs is None else positive_float("--epochs", epochs),
-        batch_size=v.batch_size if batch_size is None else positive_int("--batch-size", batch_size),
-        grad_accum=positive_int("--grad-accum", grad_accum), lr=d.lr if lr is None else positive_float("--lr", lr),
+        model=recipe_cls.name, variant=variant, base_model=args.base_model or recipe_cls.base_model,
+        revision=args.revision if args.base_model else (args.revision or recipe_cls.revision),
+        epochs=v.epochs if args.epochs is None else args.epochs,
+        batch_size=v.batch_size if args.batch_size is None else args.batch_size,
+        grad_accum=args.grad_accum, lr=d.lr if args.lr is None else args.lr,
         lr_schedule=v.lr_schedule, weight_decay=v.weight_decay, max_grad_norm=v.max_grad_norm,
-        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=unit_interval("--lora-dropout", lora_dropout),
+        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=args.lora_dropout,
         max_caption_tokens=v.max_caption_tokens,
         max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by, patience=v.patience,
-        max_steps=-1 if max_steps in (-1, None) else positive_int("--max-steps", max_steps),
-        save_steps=optional(positive_int, "--save-steps", save_steps), seed=non_negative_int("--seed", seed),
-        dtype=dtype, split=split, val_split=val_split or None, val_limit=non_negative_int("--val-limit", val_limit),
-        gradient_checkpointing=bool(gradient_checkpointing),
+        max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
+        dtype=args.dtype, split=args.split, val_split=args.val_split, val_limit=args.val_limit,
+        gradient_checkpointing=bool(args.gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
-        options={**known, **given_options}, trainer_args=check_trainer_args(dict(trainer_args or {})))
+        options={**known, **args.options}, trainer_args=check_trainer_args(args.trainer_args))
 
 
 #: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg
@@ -226,18 +220,11 @@ def run_fields(settings: Settings, dataset: str, progress: bool = False) -> dict
             "toolkit": __version__}
 
 
-def train(model: str, dataset: str, out: str | Path, *, split: str = "train", val_split: Optional[str] = "validation",
-          variant: Optional[str] = None, base_model: Optional[str] = None, revision: Optional[str] = None,
-          epochs: Optional[float] = None, batch_size: Optional[int] = None, grad_accum: int = 1, lr: Optional[float] = None,
-          lora_rank: Optional[int] = None, lora_dropout: float = 0.05, max_steps: int = -1, save_steps: Optional[int] = None, seed: int = 0,
-          device: str = "auto", dtype: str = "auto", val_limit: int = 0, gradient_checkpointing: bool = False,
-          options: Optional[dict[str, Any]] = None, trainer_args: Optional[dict[str, Any]] = None,
-          report_to: str = "auto", overwrite: bool = False, progress: bool = True, callbacks: tuple = (),
-          dry_run: bool = False, push_to_hub: Optional[str] = None) -> TrainResult:
-    """Train ``model``'s recipe on ``dataset`` into ``out`` (see the module docstring).
-    ``options`` are the recipe's own (``fac_weight``, ``pair_style``, ...). ``dry_run``: check
+def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
+    """Train ``args.model``'s recipe on ``args.dataset`` into ``args.out`` (see the module
+    docstring); ``callbacks`` are more ``transformers.TrainerCallback``s. ``args.dry_run``: check
     everything, count parameters and estimate a step's memory from the base's configuration
-    (:mod:`.estimate`), write nothing and load no weights. ``push_to_hub``: upload the kept
+    (:mod:`.estimate`), write nothing and load no weights. ``args.push_to_hub``: upload the kept
     adapter with its model card (:mod:`.card`) to that Hub model repo."""
     from ..card_data import dataset_facts
     from ..devices import resolve_device
@@ -246,27 +233,24 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
     from ..runs.folder import write_json_atomic
     from ..runs.ranks import barrier, dist_info
 
-    recipe_cls = get_recipe_class(model)
-    out = output_folder(out, IDCError)
-    dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
+    recipe_cls = get_recipe_class(args.model)
+    out = output_folder(args.out, IDCError)
+    progress, push_to_hub = args.progress, args.push_to_hub
+    dataset = input_folder(args.dataset, IDCError, progress)  # a store's dataset: its local copy
     facts = dataset_facts(dataset)
-    settings = resolve_settings(recipe_cls, facts, variant=variant, base_model=base_model, revision=revision,
-                                epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, lr=lr, lora_rank=lora_rank,
-                                max_steps=max_steps, save_steps=save_steps, seed=seed, dtype=dtype, split=split,
-                                val_split=val_split, val_limit=val_limit, gradient_checkpointing=gradient_checkpointing,
-                                options=options, lora_dropout=lora_dropout, trainer_args=trainer_args)
+    settings = resolve_settings(recipe_cls, facts, args)
     train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings, progress)
-    if dry_run:
+    if args.dry_run:
         from .estimate import estimate
 
         return TrainResult(out, out / "adapter", settings=settings,
-                           estimate=estimate(recipe_cls, settings, facts, resolve_device(device)))
+                           estimate=estimate(recipe_cls, settings, facts, resolve_device(args.device)))
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
-    device = resolve_device(device)
-    args = training_arguments(settings, out, device, report_to, progress)  # refused before the folder or weights
+    device = resolve_device(args.device)
+    trainer_args = training_arguments(settings, out, device, args.report_to, progress)  # refused before the folder or weights
     fields = run_fields(settings, dataset, progress)
-    folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False, progress=progress).open(overwrite)
+    folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False, progress=progress).open(args.overwrite)
     rank = dist_info()[0]
     # one run at a time in a folder: a second idc-train on the same --out is refused naming the holder
     with (folder.job_lock((0, 1)) if rank == 0 else contextlib.nullcontext()):
@@ -282,7 +266,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
 
         from .callbacks import AttentionPictures, EpochValidation, StepLog
 
-        torch.manual_seed(seed)
+        torch.manual_seed(settings.seed)
         if not progress or not _on_terminal():  # off a terminal the loading bar is carriage-return noise
             from ..devices import quiet_model_loading
 
@@ -304,7 +288,7 @@ def train(model: str, dataset: str, out: str | Path, *, split: str = "train", va
         extra = [validation, steps]
         if recipe.picture_every() > 0:
             extra.append(AttentionPictures(recipe, val_rows or train_rows, out, recipe.picture_every()))
-        trainer = _trainer_class()(model=net, args=args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
+        trainer = _trainer_class()(model=net, args=trainer_args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
                                    callbacks=extra + list(callbacks))
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
