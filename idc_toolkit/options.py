@@ -12,11 +12,16 @@ from typing import Any, Callable, Optional, Sequence, Union
 Choices = Optional[Union[Sequence[str], Callable[[], Sequence[str]]]]
 
 
-def option(default: Any, help: str, *, check: Optional[Callable[[str, Any], Any]] = None,
-           choices: Choices = None, metavar: Optional[str] = None) -> Any:
-    """A dataclass field that is also a ``--name-with-dashes`` option (``choices`` may be a function
-    of no arguments, asked when the parser is built: a registry's names)."""
-    return field(default=default, metadata={"help": help, "check": check, "choices": choices, "metavar": metavar})
+def option(default: Any, help: Union[str, Callable[[], str]], *, check: Optional[Callable[[str, Any], Any]] = None,
+           choices: Choices = None, metavar: Optional[str] = None, nargs: Optional[str] = None,
+           flag: Optional[str] = None) -> Any:
+    """A dataclass field that is also a ``--name-with-dashes`` option (or ``flag``). ``help`` and
+    ``choices`` may be functions of no arguments, asked when the parser is built (a registry's
+    names); ``nargs="+"`` takes a list (a tuple default stays immutable)."""
+    metadata = {"help": help, "check": check, "choices": choices, "metavar": metavar, "nargs": nargs, "flag": flag}
+    if isinstance(default, tuple):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None) -> Any:
@@ -31,7 +36,8 @@ def python_only(help: str, default_factory: Callable[[], Any]) -> Any:
 
 def help_of(options_cls: type, name: str) -> str:
     """The help written on one field."""
-    return next(f.metadata["help"] for f in fields(options_cls) if f.name == name)
+    text = next(f.metadata["help"] for f in fields(options_cls) if f.name == name)
+    return text() if callable(text) else text
 
 
 def cli_fields(options_cls: type) -> list[str]:
@@ -42,27 +48,34 @@ def cli_fields(options_cls: type) -> list[str]:
 def flag_of(f: Field) -> str:
     """The option a field is on the command line: ``--name-with-dashes``; a switch that is on by
     default is turned off by ``--no-name``."""
+    if f.metadata.get("flag"):
+        return f.metadata["flag"]
     dashed = f.name.replace("_", "-")
     return f"--no-{dashed}" if f.default is True else f"--{dashed}"
 
 
-def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequence[str], prefix: str = "") -> None:
+def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequence[str], prefix: str = "",
+                required: Sequence[str] = ()) -> None:
     """Add the fields ``names`` of ``options_cls`` to ``group`` as options (``prefix`` starts each
-    help); a field whose default is a bool is a switch (:func:`flag_of`)."""
+    help); a field whose default is a bool is a switch (:func:`flag_of`); ``required``: fields the
+    command line asks for although Python has a default for them."""
     from .checks import arg_type
 
     by_name = {f.name: f for f in fields(options_cls)}
     for name in names:
         f = by_name[name]
         flag, meta = flag_of(f), f.metadata
+        text = prefix + help_of(options_cls, name)
         if isinstance(f.default, bool):
-            group.add_argument(flag, dest=name, action="store_false" if f.default else "store_true", help=prefix + meta["help"])
+            group.add_argument(flag, dest=name, action="store_false" if f.default else "store_true", help=text)
             continue
-        kwargs: dict[str, Any] = {"help": prefix + meta["help"]}
-        if f.default is MISSING and f.default_factory is MISSING:
+        kwargs: dict[str, Any] = {"help": text, "dest": name}
+        if name in required or (f.default is MISSING and f.default_factory is MISSING):
             kwargs["required"] = True
         else:
-            kwargs["default"] = None if f.default is MISSING else f.default
+            kwargs["default"] = f.default_factory() if f.default is MISSING else f.default
+        if meta.get("nargs"):
+            kwargs["nargs"] = meta["nargs"]
         if meta.get("check"):
             kwargs["type"] = arg_type(meta["check"], flag)
         if meta.get("choices"):

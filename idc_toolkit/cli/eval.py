@@ -22,29 +22,18 @@ from . import common
 log = logging.getLogger("idc_toolkit.eval")
 
 
-def _add_reference_args(p: argparse.ArgumentParser) -> None:
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", help="an idc-build folder or a Hub dataset id; references = its captions" + common.STORE_DATASET)
-    src.add_argument("--references", help="a coco-caption annotation file")
-    p.add_argument("--split", default="test", help="dataset split")
-    p.add_argument("--categories", help="with --references: {pair_id: category} or {category: [pair_id, ...]}")
-    p.add_argument("--groups", help="groups replacing the categories, any reference source: {pair_id: group} or {group: [ids]}")
-    p.add_argument("--group-by", help="with --dataset: a column whose values are the groups")
-    p.add_argument("--iou-file", help="RCC's change_captions_by_IOU.json: adds the viewpoint-difficulty groups")
-    p.add_argument("--iou-column", help="with --dataset: a column of viewpoint IoUs (clevr_change's viewpoint_iou)")
-    p.add_argument("--id-column", default="pair_id", help="dataset column holding the prediction ids")
-    from ..metrics.registry import METRICS
+def _add_args(p: argparse.ArgumentParser, args_cls: type, required: tuple[str, ...] = ()) -> None:
+    """The options of ``args_cls`` (:mod:`idc_toolkit.evaluators.args`); --dataset and
+    --references exclude each other and one of them is required."""
+    from ..options import add_options, cli_fields
 
-    p.add_argument("--metrics", nargs="+", help=f"subset of {' '.join(METRICS)} (default: all this machine computes)")
-    p.add_argument("--allow-missing", action="store_true", help="score the pairs that have a prediction")
-    p.add_argument("--drop-empty-references", action="store_true", help="drop empty reference strings")
-    p.add_argument("--spice-jars", help="folder with Stanford CoreNLP 3.6.0 jars (or IDC_SPICE_JARS)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    add_options(p.add_mutually_exclusive_group(required=True), args_cls, ["dataset", "references"])
+    add_options(p, args_cls, [n for n in cli_fields(args_cls) if n not in ("dataset", "references")], required=required)
 
 
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``model``, that runner's own options are added (and shown by --help)."""
-    from ..checks import arg_type, non_negative_int, positive_int
+    from ..checks import arg_type, positive_int
     from ..models.registry import MODELS
 
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
@@ -72,51 +61,28 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
 
         cls = get_runner_class(model)
         cls.add_arguments(p.add_argument_group(f"{model} options", cls.summary))
-    p.add_argument("--out", required=True, help="output folder" + common.STORE_OUT)
-    p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
-    p.add_argument("--no-breakdown", action="store_true", help="score only the whole set")
+    from ..evaluators.args import EvalArgs
+
+    _add_args(p, EvalArgs, required=("out",))
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--bootstrap", type=arg_type(non_negative_int, "--bootstrap"), default=0, metavar="N",
-                   help="95%% bootstrap intervals from N resamples")
-    from ..evaluators.protocols import PROTOCOLS, protocol_help
-
-    p.add_argument("--protocol", default="rcc", choices=PROTOCOLS.names(), help=protocol_help())
-    from ..evaluators.layouts import LAYOUTS
-
-    p.add_argument("--layout", nargs="+", choices=[*LAYOUTS, "all"],
-                   help="also write the papers' table shapes (markdown + LaTeX); by_category.csv is always written")
-    p.add_argument("--group-names", help="JSON {group: name shown} for the layouts (default: the papers' names)")
-    p.add_argument("--name", default="this run", help="the run's row label in the layout tables")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse what is otherwise a warning: a protocol applied to data it was not written for")
-    p.add_argument("--drop-last-batch", type=arg_type(non_negative_int, "--drop-last-batch"), default=0, metavar="N",
-                   help="with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do")
-    _add_reference_args(p)
     return p
 
 
 def make_compare_parser() -> argparse.ArgumentParser:
-    from ..checks import arg_type, positive_int
-
     p = common.parser("idc-eval compare", "Paired bootstrap test of two prediction files.")
     p.add_argument("a", help="predictions of system A")
     p.add_argument("b", help="predictions of system B")
-    p.add_argument("--out", help="folder for compare.json")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing compare.json")
-    p.add_argument("--bootstrap", type=arg_type(positive_int, "--bootstrap"), default=1000, metavar="N", help="resamples")
-    _add_reference_args(p)
+    from ..evaluators.args import CompareArgs
+
+    _add_args(p, CompareArgs)
     return p
 
 
-def _reference_options(args) -> dict:
-    return {"dataset": args.dataset, "split": args.split, "references": args.references, "categories": args.categories,
-            "groups": args.groups, "group_by": args.group_by, "iou_file": args.iou_file, "iou_column": args.iou_column,
-            "id_column": args.id_column, "metrics": args.metrics, "allow_missing": args.allow_missing,
-            "drop_empty_references": args.drop_empty_references, "spice_jars": args.spice_jars, "seed": args.seed}
+def _args_of(args_cls: type, args: argparse.Namespace):
+    """The command's dataclass from the parsed command line."""
+    from ..options import cli_fields
 
-
-def _protocol_options(args) -> dict:
-    return {"protocol": args.protocol, "drop_last_batch": args.drop_last_batch}
+    return args_cls(**{name: getattr(args, name) for name in cli_fields(args_cls)})
 
 
 def run_score(args) -> dict:
@@ -133,11 +99,9 @@ def run_score(args) -> dict:
         if not args.no_progress:
             print(f"[idc-eval] {line}", file=sys.stderr, flush=True)
 
-    ev = evaluate(args.predictions, out=args.out, breakdown=not args.no_breakdown, bootstrap=args.bootstrap,
-                  overwrite=args.overwrite, layouts=args.layout or (), group_names=args.group_names, name=args.name,
-                  strict=args.strict, progress=progress,
-                  **_protocol_options(args),
-                  **_reference_options(args))
+    from ..evaluators.args import EvalArgs
+
+    ev = evaluate(args.predictions, _args_of(EvalArgs, args), progress=progress)
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
@@ -182,8 +146,9 @@ def run_lmms_tasks(args) -> None:
 def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
-    report = compare_systems(args.a, args.b, out=args.out, bootstrap=args.bootstrap, overwrite=args.overwrite,
-                             **_reference_options(args))
+    from ..evaluators.args import CompareArgs
+
+    report = compare_systems(args.a, args.b, _args_of(CompareArgs, args))
     print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
           "| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():
