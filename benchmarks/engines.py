@@ -33,8 +33,10 @@ def digest(folder: Path) -> str:
 RAY = """
 import sys, ray
 from idc_toolkit.masks import add_change_masks
+from idc_toolkit.runs import EngineArgs
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-add_change_masks(sys.argv[1], sys.argv[2], device="cpu", progress=False, engine="ray", ray_actors=2, rows_per_part=int(sys.argv[3]))
+add_change_masks(sys.argv[1], sys.argv[2], device="cpu", progress=False, engine=EngineArgs(engine="ray", ray_actors=2),
+                 rows_per_part=int(sys.argv[3]))
 """
 ONE = """
 import sys

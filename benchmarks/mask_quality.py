@@ -147,9 +147,9 @@ def photo_set(name: str):
     return heldout_photographs() if name == "heldout" else all_photographs()
 
 
-def ablate(pairs, params) -> None:
-    """Each step of :data:`STEP_OFF` off in turn, both mask kinds: mean IoU over the change pairs,
-    the distractor-only area, and whether the step earns its parameters."""
+def ablate(pairs, params, steps=None) -> None:
+    """Each step of :data:`STEP_OFF` (or of ``steps``) off in turn, both mask kinds: mean IoU over
+    the change pairs, the distractor-only area, and whether the step earns its parameters."""
     change_pairs = [p for p in pairs if p.change != "none" and p.truth.sum() >= MIN_TRUTH_PIXELS]
     still = [p for p in pairs if p.change == "none"]
 
@@ -167,6 +167,8 @@ def ablate(pairs, params) -> None:
     print("| --- | " + " | ".join("---: | ---:" for _ in kinds) + " | --- |")
     print("| (defaults) | " + " | ".join(f"{base[k][0]:.4f} | {100 * base[k][1]:.2f}%" for k in kinds) + " | |")
     for step, off in STEP_OFF.items():
+        if steps and step not in steps:
+            continue
         row, keep = [], True
         for kind, q in kinds.items():
             value, area = measure(replace(q, **off))
@@ -187,7 +189,8 @@ def main() -> None:
     p.add_argument("--photos-per-cell", type=int, default=2, help="photographs per (size, change, shape, size class) cell")
     p.add_argument("--seed", type=int, help="the draw of donors, places, shares and distractors (default: 1 held out, 0 tuning)")
     p.add_argument("--skip-naive", action="store_true")
-    p.add_argument("--ablate", action="store_true", help="measure each step of the pipeline against the pipeline without it")
+    p.add_argument("--ablate", nargs="*", metavar="STEP",
+                   help="measure each step of the pipeline (or these, STEP_OFF's names) against the pipeline without it")
     p.add_argument("--sizes", nargs="+", default=[f"{w}x{h}" for w, h in IMAGE_SIZES], help="image sizes, WxH")
     p.add_argument("--sam-checkpoint", help="also measure the masks refined by this Segment Anything checkpoint")
     p.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
@@ -199,8 +202,8 @@ def main() -> None:
     sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes]
     pairs = wide_pairs(seed, args.photos_per_cell, sizes, photos)
     print(f"diff-only change masks on the {args.photos} photographs ({len(photos)}), seed {seed}, one core")
-    if args.ablate:
-        ablate(pairs, params)
+    if args.ablate is not None:
+        ablate(pairs, params, args.ablate)
         return
     print(f"params {params.to_dict()}")
     unfilled = replace(params, fill_holes=False)

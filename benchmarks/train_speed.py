@@ -48,8 +48,8 @@ def main() -> None:
         clip.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8,
                                                                     "head_width": 16},
                                     "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
-        ents = add_change_entities(root / "masks", root / "ents", "tiny-clip-bench", None, str(clip), device="cpu",
-                                   progress=False, random_weights=True)
+        ents = add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-bench", clip_config=str(clip),
+                                   device="cpu", progress=False, random_weights=True)
         runs = {"blip2idc": (save_tiny_blip2(root / "blip2"), root / "ds"), "davir": (save_tiny_instructblip(root / "iblip"), ents.out_dir)}
         print(f"idc-train, tiny random models, CPU ({args.steps} steps, batch {args.batch_size}, no validation)")
         print("| recipe | steps/s | samples/s | wall (incl. start-up) | peak RSS |\n| --- | ---: | ---: | ---: | ---: |")

@@ -5,11 +5,11 @@ record in ``metrics.json``. ``idc-eval --model`` scores with :class:`EvalArgs` t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Optional
 
 from idc_toolkit import checks
-from idc_toolkit.options import option
+from idc_toolkit.options import check_fields, option
 from idc_toolkit.stores import STORE_DATASET, STORE_OUT
 
 
@@ -41,12 +41,7 @@ class _Checked:
     """Range-checks every field that names a check, where it is set, when the object is made."""
 
     def __post_init__(self) -> None:
-        from idc_toolkit.options import flag_of
-
-        for f in fields(self):
-            check, value = f.metadata.get("check"), getattr(self, f.name)
-            if check is not None and value is not None:
-                object.__setattr__(self, f.name, check(flag_of(f), value))
+        check_fields(self)
 
 
 @dataclass

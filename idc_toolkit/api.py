@@ -18,16 +18,33 @@ def build_dataset(name: str, raw: str | Path, out: str | Path, *, config: Option
     return build(make_builder(name, raw, config), out, **options)
 
 
-def generate_predictions(model: str, *, base_model: str, dataset: str, out: str | Path, split: str = "test",
-                         adapter: Optional[str] = None, device: str = "auto", **options: Any) -> Path:
+def generate_predictions(model: str, *, dataset: str, out: str | Path, split: str = "test", overwrite: bool = False,
+                         progress: bool = True, **options: Any) -> Optional[Path]:
     """``idc-eval --model MODEL ... --predict-only``: writes and returns ``OUT/predictions.jsonl``.
-    Runner options (``num_entities=``, ``pair_style=``, ...) and engine options pass through."""
+    ``options`` are named as the flags are: the checkpoint's and the batch's (the fields of
+    :class:`~idc_toolkit.models.args.GenerateArgs`: ``base_model=``, ``adapter=``, ``device=``, ...),
+    the runner's own (``num_entities=``, ``pair_style=``, ...) and the engine's (``shard=``, ...)."""
+    from dataclasses import fields
+
     from .devices import resolve_device
+    from .models.args import GenerateArgs
     from .models.generation import generate_predictions as generate
     from .models.registry import get_runner_class
+    from .runs import EngineArgs
 
     cls = get_runner_class(model)
-    runner_options = {k: options.pop(k) for k in list(options) if k in cls.option_names()}
-    return generate(cls, base_model=base_model, adapter=adapter, dataset=dataset, split=split, out_dir=Path(out),
-                    device=resolve_device(device), options=runner_options, **options)
+
+    def take(names: set[str]) -> dict[str, Any]:
+        return {k: options.pop(k) for k in list(options) if k in names}
+
+    runner_options = take(set(cls.option_names()))
+    run = GenerateArgs(**take({f.name for f in fields(GenerateArgs)}))
+    engine = EngineArgs(**take({f.name for f in fields(EngineArgs)}))
+    if options:
+        from .errors import IDCError
+
+        raise IDCError(f"generate_predictions: unknown option(s) {', '.join(sorted(options))}")
+    run.device = resolve_device(run.device)
+    return generate(cls, run, dataset=dataset, split=split, out_dir=Path(out), options=runner_options,
+                    overwrite=overwrite, progress=progress, engine=engine)
 

@@ -34,6 +34,15 @@ def python_only(help: str, default_factory: Callable[[], Any]) -> Any:
     return field(default_factory=default_factory, metadata={"help": help, "cli": False})
 
 
+def check_fields(obj: Any) -> None:
+    """Run each field's range check on the value set (``None`` means unset): a dataclass's
+    ``__post_init__`` calls it, so Python and the command line refuse the same values alike."""
+    for f in fields(obj):
+        check, value = f.metadata.get("check"), getattr(obj, f.name)
+        if check is not None and value is not None:
+            object.__setattr__(obj, f.name, check(flag_of(f), value))
+
+
 def help_of(options_cls: type, name: str) -> str:
     """The help written on one field."""
     text = next(f.metadata["help"] for f in fields(options_cls) if f.name == name)

@@ -213,8 +213,9 @@ def davir_dataset(demo_dataset, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("davir_ds")
     add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
     (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
-    return add_change_entities(root / "masks", root / "ents", "tiny-clip-train", None, str(root / "tiny-clip-train.json"),
-                               device="cpu", progress=False, random_weights=True).out_dir
+    return add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-train",
+                               clip_config=str(root / "tiny-clip-train.json"), device="cpu", progress=False,
+                               random_weights=True).out_dir
 
 
 class TinyModels:

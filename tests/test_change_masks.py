@@ -17,6 +17,7 @@ from idc_toolkit.masks.params import MaskParams
 from idc_toolkit.cli.precompute import main as precompute_main
 from idc_toolkit.errors import IDCError
 from idc_toolkit.masks.column import add_change_masks
+from idc_toolkit.runs import EngineArgs
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -247,9 +248,9 @@ def test_interrupted_pass_resumes_and_shards_combine(demo_dataset, tmp_path, mon
     assert result.complete and result.parts_written == full.parts_total - len(done_before)
     assert _column(tmp_path / "resumed", "change_mask") == _column(tmp_path / "full", "change_mask")
 
-    first = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, shard=(0, 2), progress=False)
+    first = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, engine=EngineArgs(shard=(0, 2)), progress=False)
     assert not first.complete and not (tmp_path / "sharded" / "README.md").exists()
-    second = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, shard=(1, 2), progress=False)
+    second = add_change_masks(demo_dataset, tmp_path / "sharded", rows_per_part=8, engine=EngineArgs(shard=(1, 2)), progress=False)
     assert second.complete and (tmp_path / "sharded" / "README.md").is_file()
     assert _column(tmp_path / "sharded", "change_mask") == _column(tmp_path / "full", "change_mask")
 

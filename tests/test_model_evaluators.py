@@ -178,8 +178,8 @@ def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):
     config = tmp_path / "tiny-clip-davir.json"
     config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
                                   "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
-    ents = add_change_entities(demo_dataset, tmp_path / "ents", "tiny-clip-davir", None, str(config), device="cpu",
-                               progress=False, random_weights=True)
+    ents = add_change_entities(demo_dataset, tmp_path / "ents", clip_model="tiny-clip-davir", clip_config=str(config),
+                               device="cpu", progress=False, random_weights=True)
     out = tmp_path / "eval"
     assert eval_main(["--model", "davir", "--base-model", str(models / "iblip"), "--adapter", str(models / "lora_davir"),
                       "--dataset", str(ents.out_dir), "--out", str(out), "--device", "cpu", "--batch-size", "4",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from idc_toolkit.masks.column import add_change_masks
+from idc_toolkit.runs import EngineArgs
 
 from conftest import REPO, kill_mid_run
 
@@ -55,7 +56,7 @@ def local_ray():
 
 def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, local_ray):
     result = add_change_masks(demo_dataset, (tmp_path / "ray").as_uri(), rows_per_part=8, device="cpu", progress=False,
-                              engine="ray", ray_actors=2)  # --out as a file:// URI
+                              engine=EngineArgs(engine="ray", ray_actors=2))  # --out as a file:// URI
     assert result.complete
     assert _files(tmp_path / "ray") == _files(one_process)
 
@@ -145,7 +146,7 @@ def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_proces
 
     uri = s3_store("masks/shards")
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
-    first = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, shard=(0, 2))
+    first = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, engine=EngineArgs(shard=(0, 2)))
     assert not first.complete and first.parts_written > 0
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_c"))
     with pytest.raises(RunError, match=r"holds a masks run with other settings \(delta: "):
@@ -155,12 +156,12 @@ def test_shard_jobs_on_two_machines_complete_one_s3_run(demo_dataset, one_proces
     Store.open(uri).remove(".idc_run/parts-run")  # machine A's sharing lost (a network failure, say)
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_a"))
     capsys.readouterr()
-    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, shard=(0, 2))
+    again = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, engine=EngineArgs(shard=(0, 2)))
     assert not again.complete and again.parts_written == 0  # nothing computed, its parts shared again
     assert re.search(rf"sharing parts with {re.escape(uri.split('?')[0])}: 100%.* {first.parts_written}/{first.parts_written} ",
                      capsys.readouterr().err)
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "machine_b"))
-    second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, shard=(1, 2))
+    second = add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=True, engine=EngineArgs(shard=(1, 2)))
     assert second.complete and first.parts_written + second.parts_written == second.parts_total
     copied = re.findall(r"copying \w+ parts from s3://\S+: 100%.* (\d+)/\1 ", capsys.readouterr().err)
     assert sum(int(n) for n in copied) == first.parts_written, copied
@@ -235,8 +236,8 @@ def test_ray_actors_publish_to_s3_what_the_local_engine_writes(demo_dataset, one
                                                                s3_store, local_ray):
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = s3_store("masks/ray")
-    assert add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False, engine="ray",
-                            ray_actors=2).complete
+    assert add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False,
+                            engine=EngineArgs(engine="ray", ray_actors=2)).complete
     assert _store_files(uri) == _files(one_process)
 
 
@@ -279,8 +280,8 @@ def test_an_actor_that_dies_mid_part_is_retried_and_the_output_is_identical(tmp_
 
     def run(out, engine, marker):
         folder = RunFolder(out, "toy", {"rows": 16}, card_record=False).open()
-        outcome = run_job(folder, {"test": rows}, DiesOnce(str(marker)), rows_per_part=4, engine=engine, progress=False,
-                          ray_actors=2)
+        outcome = run_job(folder, {"test": rows}, DiesOnce(str(marker)), rows_per_part=4, progress=False,
+                          engine=EngineArgs(engine=engine, ray_actors=2))
         assert outcome.complete
         return _files(out / ".idc_run" / "parts")
 

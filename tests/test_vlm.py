@@ -120,6 +120,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_shards_and_a_kill_9_give_the_uninterrupted_file(vlms, demo_dataset, tmp_path):
+    from idc_toolkit.models.args import GenerateArgs
     from idc_toolkit.models.generation import generate_predictions
     from idc_toolkit.models.vlm import ANSWER_RULE, PROMPTS, VlmRunner
 
@@ -128,8 +129,9 @@ def test_shards_and_a_kill_9_give_the_uninterrupted_file(vlms, demo_dataset, tmp
                 "--out", str(out), "--device", "cpu", "--batch-size", "2", "--max-new-tokens", "6", "--predict-only", "--no-progress"]
 
     options = {"prompt": None, "prompt_preset": None, "single_image": False, "max_new_tokens": 6}
-    whole = generate_predictions(VlmRunner, base_model=str(vlms["qwen2_vl"]), adapter=None, dataset=str(demo_dataset), split="test",
-                                 out_dir=tmp_path / "whole", device="cpu", options=options, batch_size=2, progress=False)
+    run = GenerateArgs(base_model=str(vlms["qwen2_vl"]), device="cpu", batch_size=2)
+    whole = generate_predictions(VlmRunner, run, dataset=str(demo_dataset), split="test", out_dir=tmp_path / "whole",
+                                 options=options, progress=False)
     # --shard jobs of one folder: the first leaves no predictions, the one that completes the set writes them
     from idc_toolkit.cli.eval import main
 

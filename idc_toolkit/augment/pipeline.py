@@ -34,7 +34,7 @@ from .. import __version__
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..checks import positive_int
-from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, run_job
+from ..runs import EngineArgs, PartOutput, RunFolder, assemble, open_split, path_content, run_job
 from ..runs.rows import ListRows, decode_image
 from ..schema import CATEGORY, pair_features
 from .editor import edit_seed, editor_input
@@ -165,11 +165,10 @@ class AugmentTask:
 
 
 def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: AugmentConfig, split: str = "train",
-                    instruction_column: Optional[str] = None, shard: tuple[int, int] = (0, 1), device: str = "cpu",
-                    overwrite: bool = False, progress: bool = True, engine: str = "local", limit: Optional[int] = None,
-                    **engine_options: Any) -> dict[str, Any]:
+                    instruction_column: Optional[str] = None, device: str = "cpu", overwrite: bool = False,
+                    progress: bool = True, limit: Optional[int] = None, engine: Optional[EngineArgs] = None) -> dict[str, Any]:
     """Write the augmented dataset (see module docstring); returns the report. ``limit``: only the
-    split's first rows (a trial run)."""
+    split's first rows (a trial run); ``engine``: which block of rows this job writes and with which engine."""
     out = output_folder(out_dir, IDCError)
     source = input_folder(source, IDCError, progress)  # a store's dataset: its local copy
     rows, src_features, src_fp = open_split(source, split, progress)
@@ -194,8 +193,8 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
     task = AugmentTask(models, cfg, column, features, categories is not None, progress)
     out_split = split if cfg.paraphrase_only else "train"  # paraphrased references keep their split
-    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_part, job=shard, engine=engine, device=device,
-                      progress=progress, desc="idc-augment", **engine_options)
+    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_part, engine=engine, device=device,
+                      progress=progress, desc="idc-augment")
     report: dict[str, Any] = {"complete": outcome.complete, "parts_done": outcome.parts_written, "parts": outcome.parts_total}
     if outcome.complete and outcome.is_main:
         def stage(final: Path) -> None:

@@ -33,6 +33,7 @@ from .. import __version__
 from ..errors import BadImageError, BuildError
 from ..stores import output_folder
 from ..runs import RunFolder, assemble, listing_fingerprint, run_job
+from ..runs.args import EngineArgs
 from ..runs.engine import PartOutput
 from ..runs.parquet import DEFAULT_MAX_SHARD_BYTES
 from ..runs.rows import ListRows
@@ -214,8 +215,8 @@ def build_dataset(
     report = BuildReport(dataset=builder.name, strict=strict)
     names = category_names(features)
     sources = _list_records(builder, report, names)
-    outcome = run_job(folder, sources, BuildTask(features, verify_images, strict), rows_per_part=rows_per_part, job=shard,
-                      progress=progress, desc=builder.name)
+    outcome = run_job(folder, sources, BuildTask(features, verify_images, strict), rows_per_part=rows_per_part,
+                      engine=EngineArgs(shard=shard), progress=progress, desc=builder.name)
     if not outcome.complete:
         return BuildResult(out_dir, report, resumed=folder.resumed, already_built=False)
 

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         report = augment_dataset(args.source, args.out, models, cfg, args.split, args.instruction_column,
                                  device=resolve_device(args.device) if args.engine == "local" else args.device,
                                  overwrite=args.overwrite, progress=not args.no_progress, limit=args.limit,
-                                 **common.engine_options(args))
+                                 engine=common.engine_args(args))
         print(json.dumps(report, indent=1, default=str))
         if report["complete"] and report.get("edits") == 0 and not args.paraphrase_only:
             raise IDCError(f"no edited pair was kept (CLIP filter rejections: {report.get('rejected_by_clip')}); "

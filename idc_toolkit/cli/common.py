@@ -61,22 +61,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 def add_engine_options(p) -> None:
     """How a run-engine job is split and where it runs (idc-precompute, idc-augment, idc-eval --model)."""
-    p.add_argument("--shard", default="0/1", help="i/n: this job writes block i of n contiguous blocks of rows")
-    p.add_argument("--engine", default="local", choices=["local", "ray"],
-                   help="local: this process (or torchrun ranks); ray: Ray Data actors")
-    p.add_argument("--ray-address", help="with --engine ray: the cluster address (default: a local Ray instance)")
-    p.add_argument("--ray-actors", type=int, help="with --engine ray: actors (default: one per CPU, or per GPU for GPU "
-                                                  "work; at most one per part)")
-    p.add_argument("--ray-gpus-per-actor", type=float, default=0.0,
-                   help="with --engine ray: GPUs per actor (default: 1 with --device cuda, else none)")
+    from ..options import add_options, cli_fields
+    from ..runs import EngineArgs
+
+    add_options(p, EngineArgs, cli_fields(EngineArgs))
 
 
-def engine_options(args: argparse.Namespace) -> dict:
-    """The keyword arguments :func:`add_engine_options`' flags give a run-engine job."""
-    from ..runs import parse_shard
+def engine_args(args: argparse.Namespace):
+    """The :class:`~idc_toolkit.runs.EngineArgs` :func:`add_engine_options`' flags give."""
+    from ..options import cli_fields
+    from ..runs import EngineArgs
 
-    return {"shard": parse_shard(args.shard), "engine": args.engine, "ray_address": args.ray_address,
-            "ray_actors": args.ray_actors, "ray_gpus_per_actor": args.ray_gpus_per_actor}
+    return EngineArgs(**{name: getattr(args, name) for name in cli_fields(EngineArgs)})
 
 
 def model_name(argv: list[str]) -> str | None:

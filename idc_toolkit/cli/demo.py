@@ -60,16 +60,17 @@ def _demo(args) -> int:
     print(f"{masks.out_dir}: change_mask, change_boxes, mask_source added")
     from importlib import resources
 
-    from ..entities import add_change_entities
+    from ..entities import EntityParams, add_change_entities
 
     tiny = args.clip_model is None
     print("[4/6] change entities" + (" (tiny RANDOM open_clip: checks the pipeline, the entities mean nothing)" if tiny else ""))
     config = resources.files("idc_toolkit.demo").joinpath("idc-demo-tiny-clip.json")
     with resources.as_file(config) as config_path:
-        ents = add_change_entities(out / "clevr_change_demo_masks", out / "clevr_change_demo_entities",
-                                   args.clip_model or "idc-demo-tiny-clip", args.clip_checkpoint,
-                                   str(config_path) if tiny else None, top_k=3, device="cpu", progress=False,
-                                   random_weights=args.clip_checkpoint is None)
+        params = EntityParams(clip_model=args.clip_model or "idc-demo-tiny-clip", clip_checkpoint=args.clip_checkpoint,
+                              clip_config=str(config_path) if tiny else None, top_k=3,
+                              random_weights=args.clip_checkpoint is None)
+        ents = add_change_entities(out / "clevr_change_demo_masks", out / "clevr_change_demo_entities", params,
+                                   device="cpu", progress=False)
     print(f"{ents.out_dir}: entities, entity_scores, gt_entities added (vocabulary: entities_vocab.json)")
     from datasets import load_dataset
 

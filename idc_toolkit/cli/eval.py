@@ -33,8 +33,9 @@ def _add_args(p: argparse.ArgumentParser, args_cls: type, required: tuple[str, .
 
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``model``, that runner's own options are added (and shown by --help)."""
-    from ..checks import arg_type, positive_int
+    from ..models.args import GenerateArgs
     from ..models.registry import MODELS
+    from ..options import add_options, cli_fields
 
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
                                   "score it. Subcommand: `idc-eval compare A B ...` (paired bootstrap test; "
@@ -43,18 +44,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
     what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
     m = p.add_argument_group("checkpoint runs (--model)")
-    m.add_argument("--base-model", help="base model name or local path")
-    m.add_argument("--revision", help="base model revision (Hub)")
-    m.add_argument("--adapter", help="LoRA adapter: a folder or a Hub model id (peft; adapter_model.safetensors or the old "
-                                     "adapter_model.bin)")
-    m.add_argument("--adapter-revision", help="the adapter's revision, when --adapter is a Hub id")
-    m.add_argument("--batch-size", type=arg_type(positive_int, "--batch-size"), default=8, help="pairs per generation batch")
-    m.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
-    m.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="model dtype")
-    m.add_argument("--limit", type=arg_type(positive_int, "--limit"), help="only the first N pairs of the split")
-    m.add_argument("--predict-only", action="store_true", help="write predictions.jsonl, do not score")
-    m.add_argument("--rows-per-part", type=arg_type(positive_int, "--rows-per-part"),
-                   help="pairs per part, the resume and sharding unit (default: --batch-size)")
+    add_options(m, GenerateArgs, cli_fields(GenerateArgs))
     common.add_engine_options(m)
     if model in MODELS:
         from ..models.registry import get_runner_class
@@ -167,8 +157,10 @@ def format_p_value(p: float, resamples: int) -> str:
 def run_model(args) -> None:
     """Generate with a checkpoint (resumable, fingerprinted), then score like --predictions."""
     from ..devices import resolve_device
+    from ..models.args import GenerateArgs
     from ..models.generation import generate_predictions
     from ..models.registry import get_runner_class
+    from ..options import cli_fields
     from ..runs.ranks import dist_info
     from ..runs.rows import check_hub_repo
 
@@ -179,15 +171,13 @@ def run_model(args) -> None:
     check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     cls = get_runner_class(args.model)
     rank, world, local_rank = dist_info()
-    device = resolve_device(args.device)
-    if world > 1 and device == "cuda":
-        device = f"cuda:{local_rank}"
-    path = generate_predictions(cls, base_model=args.base_model, adapter=args.adapter, dataset=args.dataset,
-                                split=args.split, out_dir=Path(args.out), device=device, dtype=args.dtype,
-                                revision=args.revision, options=cls.options(args), batch_size=args.batch_size,
-                                limit=args.limit, overwrite=args.overwrite, progress=not args.no_progress,
-                                rows_per_part=args.rows_per_part, adapter_revision=args.adapter_revision,
-                                **common.engine_options(args))
+    run = GenerateArgs(**{name: getattr(args, name) for name in cli_fields(GenerateArgs)})
+    run.device = resolve_device(run.device)
+    if world > 1 and run.device == "cuda":
+        run.device = f"cuda:{local_rank}"
+    path = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out),
+                                options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
+                                engine=common.engine_args(args))
     if rank != 0:  # rank 0 scores what every rank generated
         return
     if path is None:  # one --shard job of several: scoring waits for the one that completes the set

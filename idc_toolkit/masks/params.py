@@ -3,10 +3,10 @@ check and help (the command line, the card and the docs' table are derived from 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from .. import checks
-from ..options import option
+from ..options import check_fields, option
 
 
 #: the pipeline's revision: bumped whenever the same :class:`MaskParams` give other masks (2:
@@ -75,16 +75,11 @@ class MaskParams:
     fill_holes: bool = option(True, 'per-pixel change masks, not hole-filled, closed 3x3 only where the pair is not clean (default: whole objects)')
 
     def __post_init__(self) -> None:
-        for name, check in PARAM_CHECKS.items():  # refused where set, in one line naming it
-            object.__setattr__(self, name, check(f"--{name.replace('_', '-')}", getattr(self, name)))
+        check_fields(self)  # refused where set, in one line naming it
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-#: the range of every numeric :class:`MaskParams` field (``idc-precompute masks`` parses its
-#: options with them too): a value outside makes every mask meaningless
 #: what the command line takes: DAVIR's knobs (resize, delta, eps, min_samples, tau) and four more
 CLI_PARAMS = ("resize", "delta", "eps", "min_samples", "tau", "noise_k", "max_shift", "keep_unmatched", "fill_holes")
-#: the range check of each numeric field (the CLI's argument types, the dataclass's own check)
-PARAM_CHECKS = {f.name: f.metadata["check"] for f in fields(MaskParams) if f.metadata["check"]}

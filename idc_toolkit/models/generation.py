@@ -22,7 +22,8 @@ from typing import Any, Optional
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
-from ..runs import PartOutput, RunFolder, open_split, path_content, run_job
+from ..runs import EngineArgs, PartOutput, RunFolder, open_split, path_content, run_job
+from .args import GenerateArgs
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows, decode_image
 
@@ -69,13 +70,12 @@ def model_fields(model: str, base_model: str, adapter: Optional[str], revision: 
             **{k: v for k, v in options.items() if k != "save_attention"}}
 
 
-def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str], dataset: str, split: str, out_dir: Path,
-                         device: str = "cpu", dtype: str = "auto", revision: Optional[str] = None,
-                         options: Optional[dict[str, Any]] = None, batch_size: int = 8, limit: Optional[int] = None,
-                         overwrite: bool = False, progress: bool = True, engine: str = "local",
-                         rows_per_part: Optional[int] = None, adapter_revision: Optional[str] = None,
-                         shard: tuple[int, int] = (0, 1), **engine_options: Any) -> Optional[Path]:
-    """Write ``out_dir/predictions.jsonl`` for the split (see module docstring)."""
+def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: str, out_dir: Path,
+                         options: Optional[dict[str, Any]] = None, overwrite: bool = False, progress: bool = True,
+                         engine: Optional[EngineArgs] = None) -> Optional[Path]:
+    """Write ``out_dir/predictions.jsonl`` for the split (see module docstring): ``run`` names the
+    checkpoint and the batch, ``options`` are the runner's own, ``engine`` which block of the parts
+    this job writes; ``run.device`` is used as given (resolved by the caller)."""
     from .. import __version__
     from ..card_data import dataset_facts
 
@@ -84,23 +84,24 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
     out_dir = output_folder(out_dir, IDCError)
     dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
     options = {**runner_cls.option_defaults(), **(options or {})}
-    adapter_path = resolve_adapter(adapter, adapter_revision) if adapter else None
+    base_model, revision, adapter, dtype, limit = run.base_model, run.revision, run.adapter, run.dtype, run.limit
+    adapter_path = resolve_adapter(adapter, run.adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split, progress)
     facts = dataset_facts(dataset)
     runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
-              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, adapter_revision)}
+              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision)}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False,
                        progress=progress).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final
     kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
-    task = GenerationTask(runner_cls, kwargs, batch_size, progress)
-    outcome = run_job(folder, {split: rows}, task, rows_per_part=rows_per_part or batch_size, job=shard, engine=engine,
-                      device=device, progress=progress, desc=runner_cls.name, **engine_options)
+    task = GenerationTask(runner_cls, kwargs, run.batch_size, progress)
+    outcome = run_job(folder, {split: rows}, task, rows_per_part=run.rows_per_part or run.batch_size, engine=engine,
+                      device=run.device, progress=progress, desc=runner_cls.name)
     if outcome.complete and outcome.is_main:
         def stage(stage_dir: Path) -> None:
             import pyarrow.parquet as pq
@@ -111,14 +112,14 @@ def generate_predictions(runner_cls, *, base_model: str, adapter: Optional[str],
                     if parts[k]["file"]:
                         for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
                             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            describe = runner_cls.description(device=device, **{**kwargs, "adapter": adapter})  # with or without a loaded model
+            describe = runner_cls.description(device=run.device, **{**kwargs, "adapter": adapter})  # with or without a loaded model
             (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
                                                              default=str) + "\n")
 
         folder.finalise(stage, order=("model.json", PREDICTIONS))
     barrier()
     if not outcome.complete:
-        if shard[1] > 1:  # a job of a --shard array: the job that completes the set writes the predictions
+        if (engine or EngineArgs()).shard[1] > 1:  # a job of a --shard array: the job that completes the set writes the predictions
             log.info("%s: this job wrote %d part(s); predictions.jsonl is written when the other --shard jobs finish",
                      out_dir, outcome.parts_written)
             return None

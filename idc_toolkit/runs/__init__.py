@@ -9,7 +9,8 @@
 * :mod:`.columns` — the column pass (a dataset in, the same dataset with new columns out).
 """
 
-from .columns import PassResult, run_column_pass
+from .args import EngineArgs
+from .columns import ColumnPass, PassResult, run_column_pass
 from .engine import PartOutput, RowTask, run_job
 from .ranks import dist_info
 from .fingerprint import digest, listing_fingerprint, path_content
@@ -17,5 +18,5 @@ from .folder import RunFolder
 from .parquet import assemble
 from .rows import open_split, parse_shard
 
-__all__ = ["PassResult", "run_column_pass", "PartOutput", "RowTask", "dist_info", "run_job", "digest",
+__all__ = ["ColumnPass", "EngineArgs", "PassResult", "run_column_pass", "PartOutput", "RowTask", "dist_info", "run_job", "digest",
            "listing_fingerprint", "path_content", "RunFolder", "assemble", "open_split", "parse_shard"]

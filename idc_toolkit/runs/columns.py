@@ -9,7 +9,7 @@ chosen engine and, when the last part is written, assembles the folder and its c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import RunError
 from ..stores import input_folder, output_folder
 from ..schema import add_columns, validate_features
+from .args import EngineArgs
 from .engine import PartOutput, run_job
 from .folder import RunFolder
 from .ranks import barrier
@@ -77,21 +78,29 @@ class ColumnTask:
         return PartOutput(rows)
 
 
-def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute, new_features: Mapping[str, Any],
-                    params: Mapping[str, Any], card_section: str, splits: Optional[list[str]] = None,
-                    extra_files: Optional[Mapping[str, str]] = None, facts: Optional[Mapping[str, Any]] = None,
-                    shard: tuple[int, int] = (0, 1),
-                    engine: str = "local", device: str = "cpu", overwrite: bool = False, progress: bool = True,
-                    rows_per_part: int = DEFAULT_ROWS_PER_PART, batch_size: int = 16,
-                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, ray_address: Optional[str] = None,
-                    ray_actors: Optional[int] = None, ray_gpus_per_actor: float = 0.0) -> PassResult:
-    """Add ``new_features`` computed by ``compute(rows) -> [new columns per row]`` to every split.
+@dataclass
+class ColumnPass:
+    """What a column pass is: its name (``kind``, the run folder's job), the function that computes
+    the new columns (``compute(rows) -> [new columns per row]``; it may have ``setup(device)`` to
+    load its models once per process or Ray actor, and must be picklable for ``--engine ray``:
+    load models in ``setup``, not ``__init__``), the columns' features, the settings recorded in
+    the fingerprint and the card (``params``), the card's section, files written beside the data
+    and facts added to the dataset's facts (what consumers read back, e.g. which entity strategy)."""
 
-    ``compute`` may have ``setup(device)`` to load its models once per process or Ray actor;
-    it must be picklable for ``engine="ray"`` (load models in ``setup``, not ``__init__``).
-    ``params`` are the pass's settings, recorded in the fingerprint and in the card; ``facts``
-    are added to the dataset's facts (what consumers read back, e.g. which entity strategy).
-    """
+    kind: str
+    compute: Any
+    new_features: Mapping[str, Any]
+    params: Mapping[str, Any]
+    card_section: str
+    extra_files: Mapping[str, str] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, *, splits: Optional[list[str]] = None,
+                    engine: Optional[EngineArgs] = None, device: str = "cpu", overwrite: bool = False, progress: bool = True,
+                    rows_per_part: int = DEFAULT_ROWS_PER_PART, batch_size: int = 16,
+                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> PassResult:
+    """Add ``spec``'s new columns to every split (or ``splits``) of ``dataset`` into ``out``."""
     src, out = input_folder(str(dataset), RunError, progress), output_folder(out, RunError)
     if Path(src).exists() and Path(src).resolve() == out.resolve():
         raise RunError("--out must differ from --dataset (the source is read while the new folder is written)")
@@ -104,28 +113,27 @@ def run_column_pass(dataset: str | Path, out: str | Path, *, kind: str, compute,
         validate_features(split_features)
         sources[split], fingerprints[split] = rows, fp
         features = features or split_features
-    out_features = add_columns(features, new_features)
-    fields = {"input": fingerprints, **params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
+    out_features = add_columns(features, spec.new_features)
+    fields = {"input": fingerprints, **spec.params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
               "toolkit": __version__}
-    owned = ("data", "README.md", "build_report.json", *(extra_files or {}))
-    folder = RunFolder(out, kind, fields, owned=owned, progress=progress).open(overwrite)
+    owned = ("data", "README.md", "build_report.json", *spec.extra_files)
+    folder = RunFolder(out, spec.kind, fields, owned=owned, progress=progress).open(overwrite)
     if folder.complete:
         return PassResult(out, 0, 0, complete=True, already_done=True)
-    outcome = run_job(folder, sources, ColumnTask(compute, out_features, batch_size), rows_per_part=rows_per_part, job=shard,
-                      engine=engine, device=device, progress=progress, ray_address=ray_address, ray_actors=ray_actors,
-                      ray_gpus_per_actor=ray_gpus_per_actor, desc=kind)
+    outcome = run_job(folder, sources, ColumnTask(spec.compute, out_features, batch_size), rows_per_part=rows_per_part,
+                      engine=engine, device=device, progress=progress, desc=spec.kind)
     if outcome.complete and outcome.is_main:
         def stage(final: Path) -> None:
             from ..cards import write_pass_card
 
             summaries = assemble(folder, splits, out_features, final, max_shard_bytes)
-            for name, text in (extra_files or {}).items():
+            for name, text in spec.extra_files.items():
                 (final / name).write_text(text, encoding="utf-8")
             local = Path(src)
             if (local / "build_report.json").is_file():
                 (final / "build_report.json").write_bytes((local / "build_report.json").read_bytes())
-            write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, card_section,
-                            folder.record(), kind, dict(facts or {}))
+            write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, spec.card_section,
+                            folder.record(), spec.kind, dict(spec.facts))
 
         folder.finalise(stage)
     barrier()

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Protocol
 from tqdm.auto import tqdm
 
 from ..errors import RunError
+from .args import EngineArgs
 from .folder import RunFolder, write_json_atomic
 from .parquet import ROWS_PER_GROUP, column_options, merge_stats
 from .ranks import barrier, dist_info, init_distributed
@@ -166,25 +167,24 @@ def _missing(folder: RunFolder, parts: list[Part]) -> list[Part]:
 
 
 def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, rows_per_part: int,
-            job: tuple[int, int] = (0, 1), engine: str = "local", device: str = "cpu", progress: bool = True,
-            ray_address: Optional[str] = None, ray_actors: Optional[int] = None, ray_gpus_per_actor: float = 0.0,
-            desc: str = "") -> JobOutcome:
-    """Write this job's missing parts (see the module docstring); says whether the run is complete."""
+            engine: Optional[EngineArgs] = None, device: str = "cpu", progress: bool = True, desc: str = "") -> JobOutcome:
+    """Write this job's missing parts (see the module docstring); says whether the run is complete.
+    ``engine``: which block of the parts this job writes (``--shard``) and with which engine."""
+    engine = engine or EngineArgs()
+    job = engine.shard
     every, mine = job_parts(folder, sources, rows_per_part, job)
     rank, world, _ = dist_info()
     if folder.state.get("finalise") == "staged":  # a kill during the last moves: only finalise is left
         return JobOutcome(len(every), len(mine), 0, complete=True, is_main=rank == 0)
-    if engine not in ("local", "ray"):
-        raise RunError(f"unknown --engine {engine!r}; choose local or ray")
     if job[1] > 1 and not mine:
         log.warning("--shard %d/%d has no rows: the run has %d part(s) of %d rows", job[0], job[1], len(every), rows_per_part)
     lock = folder.job_lock(job) if rank == 0 else None
     if lock is not None:
         lock.acquire()
     try:
-        if engine == "ray":
-            written = _run_ray(folder, sources, task, _missing(folder, mine), progress, ray_address, ray_actors,
-                               ray_gpus_per_actor, desc, device)
+        if engine.engine == "ray":
+            written = _run_ray(folder, sources, task, _missing(folder, mine), progress, engine.ray_address, engine.ray_actors,
+                               engine.ray_gpus_per_actor, desc, device)
         else:
             if world > 1:
                 init_distributed()

@@ -4,11 +4,11 @@ resolved into :class:`~idc_toolkit.models.recipe.Settings`, the run's record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from .. import checks
-from ..options import option, python_only, required
+from ..options import check_fields, option, python_only, required
 from ..stores import STORE_DATASET, STORE_OUT
 
 
@@ -40,7 +40,8 @@ class TrainArgs:
     lr: Optional[float] = option(None, "default: the dataset's (docs/training.md, its table)", check=checks.positive_float)
     lora_rank: Optional[int] = option(None, "default: the dataset's (docs/training.md)", check=checks.positive_int)
     lora_dropout: float = option(0.05, "dropout on the LoRA input (both papers: 0.05)", check=checks.unit_interval)
-    max_steps: int = option(-1, "stop after N optimizer steps (overrides --epochs; -1: none)", check=checks.positive_int)
+    max_steps: Optional[int] = option(None, "stop after N optimizer steps (overrides --epochs; default: none)",
+                                      check=checks.positive_int)
     save_steps: Optional[int] = option(None, "checkpoint every N steps (default: every epoch)", check=checks.positive_int)
     seed: int = option(0, "seed of weights, order and reference draws", check=checks.non_negative_int)
     device: str = option("auto", "auto | cpu | cuda (ranks: torchrun / accelerate launch)")
@@ -59,12 +60,6 @@ class TrainArgs:
                                                dict)
 
     def __post_init__(self) -> None:
-        from ..options import flag_of
-
-        for f in fields(self):
-            check, value = f.metadata.get("check"), getattr(self, f.name)
-            if check is None or value is None or (f.name == "max_steps" and value == -1):
-                continue
-            object.__setattr__(self, f.name, check(flag_of(f), value))
+        check_fields(self)
         self.val_split = self.val_split or None
         self.options, self.trainer_args = dict(self.options or {}), dict(self.trainer_args or {})

@@ -145,7 +145,7 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainA
         lora_rank=rank, lora_alpha=2 * rank, lora_dropout=args.lora_dropout,
         max_caption_tokens=v.max_caption_tokens,
         max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by, patience=v.patience,
-        max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
+        max_steps=-1 if args.max_steps is None else args.max_steps, save_steps=args.save_steps, seed=args.seed,
         dtype=args.dtype, split=args.split, val_split=args.val_split, val_limit=args.val_limit,
         gradient_checkpointing=bool(args.gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
