@@ -40,6 +40,7 @@ class IERConfig(BuilderConfig):
 class ImageEditingRequest(PairBuilder):
     name = "ier"
     pair_style = "edit"
+    train_reference = "shortest"  # BLIP2IDC's code trains IER on each pair's shortest reference
     config_class = IERConfig
     split_map = {"train": "train", "valid": "validation", "test": "test"}
     required = ("train.json", "valid.json", "test.json", "images")

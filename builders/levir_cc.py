@@ -43,6 +43,7 @@ class LevirCC(PairBuilder):
     name = "levir_cc"
     config_class = LevirCCConfig
     categories = ("change", "no_change")
+    prompt_preset = "remote_sensing"  # a VLM is asked about buildings and roads, not objects
     split_map = {"train": "train", "restval": "train", "val": "validation", "test": "test"}
     required = ("LevirCCcaptions.json", "images")
     extra_features = {"changeflag": Value("int8")}

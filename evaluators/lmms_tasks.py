@@ -181,7 +181,8 @@ def task_facts(builder: str, dataset: str) -> tuple[Optional[tuple[str, ...]], s
         facts = dataset_facts(dataset)
     else:
         cls = BUILDERS[builder]
-        facts = DatasetFacts(builder=builder, pair_style=cls.pair_style, categories=cls.categories)
+        facts = DatasetFacts(builder=builder, pair_style=cls.pair_style, categories=cls.categories,
+                             prompt_preset=cls.prompt_preset)
     return facts.categories, preset_for(facts) or "scene"
 
 

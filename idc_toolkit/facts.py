@@ -20,6 +20,12 @@ from .errors import IDCError
 #: ``scene``: two photographs of one scene (Spot-the-Diff, CLEVR, LEVIR-CC); ``edit``: an image
 #: and its edited version (IER, Emu Edit, Syned, MagicBrush), which BLIP2IDC resizes and blurs.
 PAIR_STYLES = ("scene", "edit")
+TRAIN_REFERENCES = ("random", "shortest")
+#: facts a card carries only where they differ from the default, so the cards of every other
+#: dataset keep their bytes
+WRITTEN_WHERE_SET = ("train_reference", "prompt_preset")
+#: what cards written before those facts existed meant by their builder
+FACTS_BEFORE_WRITTEN = {"ier": {"train_reference": "shortest"}, "levir_cc": {"prompt_preset": "remote_sensing"}}
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,18 @@ class DatasetFacts:
     entities_phrases: Optional[str] = None
     #: procedural demo data (``idc-demo``), never a release
     demo: bool = False
+    #: which reference a training pair learns from in an epoch: ``random`` (drawn, seeded), or
+    #: ``shortest`` (IER, as BLIP2IDC's code trains it)
+    train_reference: str = "random"
+    #: the VLM prompt preset the dataset calls for (``remote_sensing`` for LEVIR-CC); ``None``:
+    #: the one of its pair style
+    prompt_preset: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.pair_style is not None and self.pair_style not in PAIR_STYLES:
             raise IDCError(f"pair_style must be one of {', '.join(PAIR_STYLES)}, not {self.pair_style!r}")
+        if self.train_reference not in TRAIN_REFERENCES:
+            raise IDCError(f"train_reference must be one of {', '.join(TRAIN_REFERENCES)}, not {self.train_reference!r}")
 
     @classmethod
     def from_card(cls, data: Optional[Mapping[str, Any]], where: str = "the dataset card") -> "DatasetFacts":
@@ -55,6 +69,8 @@ class DatasetFacts:
         data = dict(data)
         if data.get("builder") == "augment":  # cards written before derived_by existed
             data["builder"], data["derived_by"] = None, ["augment"]
+        for name, value in FACTS_BEFORE_WRITTEN.get(data.get("builder"), {}).items():
+            data.setdefault(name, value)
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
@@ -80,7 +96,9 @@ class DatasetFacts:
 
     def to_card(self) -> dict[str, Any]:
         """The YAML mapping written into the card (lists, not tuples)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        default = DatasetFacts()
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
+                if k not in WRITTEN_WHERE_SET or v != getattr(default, k)}
 
     def derived(self, step: str, **changes: Any) -> "DatasetFacts":
         """The facts of a dataset made from this one by pass ``step``."""

@@ -27,7 +27,6 @@ STACKED_PROMPTS = {
                       "In one sentence, describe what changed on the ground. If nothing changed, say so.",
 }
 #: datasets whose style is not their pair style
-PRESET_BY_BUILDER = {"levir_cc": "remote_sensing"}
 
 ANSWER_RULE = ("the first non-empty line of the answer; a leading 'Assistant:' / 'Answer:' label, list marker and "
                "surrounding quotes removed; cut after its first sentence (at '.', '!' or '?' followed by a space); trimmed")
@@ -48,6 +47,6 @@ def clean_answer(text: str) -> str:
 
 def preset_for(facts: DatasetFacts) -> Optional[str]:
     """The prompt preset a dataset's facts call for (``None``: the card does not say)."""
-    if facts.builder in PRESET_BY_BUILDER:
-        return PRESET_BY_BUILDER[facts.builder]
+    if facts.prompt_preset:
+        return facts.prompt_preset
     return facts.pair_style if facts.pair_style in ("scene", "edit") else None

@@ -100,7 +100,15 @@ def test_prompt_presets_follow_the_card_and_unknown_styles_are_refused(tmp_path)
     from idc_toolkit.models.vlm import PROMPTS, STACKED_PROMPTS, VlmRunner, read_prompt_file
 
     resolve = VlmRunner.resolve_prompt
-    assert resolve(DatasetFacts(builder="levir_cc", pair_style="scene"), None, None, False, "d") == PROMPTS["remote_sensing"]
+    levir = DatasetFacts(builder="levir_cc", pair_style="scene", prompt_preset="remote_sensing")
+    assert resolve(levir, None, None, False, "d") == PROMPTS["remote_sensing"]
+    # a LEVIR-CC card written before the fact existed means the same; the facts a build writes say it
+    old_card = DatasetFacts.from_card({"builder": "levir_cc", "pair_style": "scene"})
+    assert resolve(old_card, None, None, False, "d") == PROMPTS["remote_sensing"]
+    from idc_toolkit.builders import make_builder
+
+    assert make_builder("levir_cc", tmp_path).facts().prompt_preset == "remote_sensing"
+    assert make_builder("ier", tmp_path).facts().train_reference == "shortest"
     assert resolve(DatasetFacts(builder="emu_edit", pair_style="edit"), None, None, True, "d") == STACKED_PROMPTS["edit"]
     assert resolve(DatasetFacts(), "Say what changed.", None, False, "d") == "Say what changed."
     with pytest.raises(IDCError, match="records no pair style.*--prompt-preset"):

@@ -81,6 +81,9 @@ class PairBuilder:
     #: image and its edited version, possibly of another size (IER, Emu Edit, Syned,
     #: MagicBrush). Consumers read it from the card (BLIP2IDC resizes and blurs edit pairs).
     pair_style: ClassVar[str] = "scene"
+    #: DatasetFacts.train_reference and prompt_preset of this release (its card records them)
+    train_reference: ClassVar[str] = "random"
+    prompt_preset: ClassVar[Optional[str]] = None
     extra_features: ClassVar[dict[str, Any]] = {}
     #: release split name -> toolkit split name (train / validation / test)
     split_map: ClassVar[dict[str, str]] = {"train": "train", "val": "validation", "test": "test"}
@@ -105,7 +108,8 @@ class PairBuilder:
         names = category_names(self.features()) if CATEGORY in self.features() else None
         return DatasetFacts(builder=self.name, pair_style=self.pair_style, categories=tuple(names) if names else None,
                             no_change_categories=tuple(sorted(NO_CHANGE_CATEGORIES & set(names or ()))),
-                            splits=tuple(s for s in SPLITS if s in self.split_names()))
+                            splits=tuple(s for s in SPLITS if s in self.split_names()),
+                            train_reference=self.train_reference, prompt_preset=self.prompt_preset)
 
     def split_names(self) -> list[str]:
         return list(dict.fromkeys(self.split_map.values()))

@@ -147,9 +147,10 @@ class Recipe:
 
     def reference(self, captions: list[str], pair_index: int, epoch: int) -> str:
         """One reference per pair per epoch, drawn at random (seeded by seed, epoch and pair,
-        so a resumed run draws the same); IER trains on the shortest (BLIP2IDC's code)."""
+        so a resumed run draws the same); a dataset whose facts say ``train_reference: shortest``
+        trains on the shortest (IER, as BLIP2IDC's code does)."""
         refs = [c for c in captions if c.strip()] or [""]
-        if self.facts.builder == "ier":
+        if self.facts.train_reference == "shortest":
             return min(refs, key=len)
         return random.Random(f"{self.settings.seed}/{epoch}/{pair_index}").choice(refs)
 
