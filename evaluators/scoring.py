@@ -70,9 +70,11 @@ def evaluate_predictions(predictions: Predictions, args: Optional[EvalArgs] = No
 
 
 def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
-             progress: Optional[Callable[[str], None]] = None, **fields: Any) -> Evaluation:
+             progress: Optional[Callable[[str], None]] = None, refs: Optional[References] = None,
+             **fields: Any) -> Evaluation:
     """Score ``predictions`` against a dataset split or a coco reference file; ``args`` is an
-    :class:`~.args.EvalArgs` (or ``fields`` make one).
+    :class:`~.args.EvalArgs` (or ``fields`` make one). ``refs``: those references already loaded
+    (:func:`load_references`), e.g. narrowed to the pairs a validation scores.
 
     ``metrics.json`` records every resolved argument, the protocol, seed, date and versions (as
     lmms-eval does). With ``out``, a folder holding the results of another run (other
@@ -96,7 +98,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if proto.own_groups and (a.groups or a.group_by or a.iou_file or a.iou_column):
         raise EvaluationError(f"--protocol {proto.name} forms its own {proto.own_groups} and would drop --groups / "
                               "--group-by / IoU groups: run those with --protocol rcc")
-    refs = proto.references(load_references(a))
+    refs = proto.references(refs if refs is not None else load_references(a))
     preds = proto.predictions(_predictions(predictions), _source(predictions))
     if a.strict and proto.misfit:
         raise EvaluationError(f"{proto.misfit}; refused under --strict")

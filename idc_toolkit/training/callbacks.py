@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,25 +22,6 @@ def _epoch_ended(state) -> bool:
     return state.epoch is not None and abs(state.epoch - round(state.epoch)) < 1e-6 and round(state.epoch) > 0
 
 
-@contextlib.contextmanager
-def _without_missing_note(evaluate):
-    """--val-limit scores a subset on purpose: the note that the rest went unscored would repeat
-    every validation; every other warning of the scorer still shows."""
-    import logging
-
-    from ..evaluators.predictions import MISSING_NOTE
-
-    def keep(record: logging.LogRecord) -> bool:
-        return not any(isinstance(a, str) and a.endswith(MISSING_NOTE) for a in (record.args or ()))
-
-    logger = logging.getLogger(evaluate.__module__)
-    logger.addFilter(keep)
-    try:
-        yield
-    finally:
-        logger.removeFilter(keep)
-
-
 class EpochValidation(TrainerCallback):
     """At the last optimizer step of every epoch — before the Trainer writes that step's
     checkpoint, so a kill during validation redoes the epoch — validate: caption the split with
@@ -58,6 +39,19 @@ class EpochValidation(TrainerCallback):
     def _rows(self):
         limit = self.settings.val_limit
         return self.rows if not limit else self.rows.select(range(min(limit, len(self.rows))))
+
+    def _references(self, rows):
+        """The validation split's references, loaded once, narrowed to the pairs validated
+        (``--val-limit``: the split's first N), so every one of them is scored and no other."""
+        if getattr(self, "_refs", None) is None:
+            from ..evaluators.scoring import load_references
+
+            refs = load_references(dataset=str(self.dataset), split=self.settings.val_split)
+            kept = set(rows["pair_id"])
+            refs.captions = {pid: caps for pid, caps in refs.captions.items() if pid in kept}
+            refs.categories = {pid: c for pid, c in refs.categories.items() if pid in kept}
+            self._refs = refs
+        return dataclasses.replace(self._refs)  # the scorer may narrow its copy further, never the loaded one
 
     def _cider(self, model, batch_size: int) -> dict[str, Any]:
         """Each rank captions its share of the split (rows ``rank::world``); rank 0 gathers the
@@ -79,9 +73,8 @@ class EpochValidation(TrainerCallback):
             from ..evaluators.scoring import evaluate
 
             merged = {k: v for part in gathered for k, v in part.items()}
-            with _without_missing_note(evaluate):
-                metrics = evaluate(merged, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
-                                   allow_missing=bool(self.settings.val_limit)).metrics
+            metrics = evaluate(merged, dataset=str(self.dataset), split=self.settings.val_split, metrics=["CIDEr"],
+                               refs=self._references(rows)).metrics
             scores = {"CIDEr": 100 * metrics["overall"]["CIDEr"],
                       **{f"CIDEr/{c}": 100 * v["CIDEr"] for c, v in metrics.get("by_category", {}).items()}}
         return share_from_first(scores)
