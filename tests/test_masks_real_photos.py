@@ -317,14 +317,15 @@ def test_a_clean_pair_keeps_a_change_that_breaks_into_small_groups():
 
 
 @pytest.mark.parametrize("name, shape, change, seed, floor", [
-    ("chelsea.png", "pole", "add", 0, 0.93),  # measured 0.968 (0.808 without the white-noise path)
-    ("coffee.png", "pole", "add", 0, 0.82),  # 0.856 (0.708)
-    ("astronaut.png", "pole", "add", 0, 0.95),  # 0.978 (0.923)
+    ("chelsea.png", "pole", "add", 0, 0.93),  # measured 0.966 (revision 8, by the white-noise path: 0.968)
+    ("coffee.png", "pole", "add", 0, 0.82),  # 0.928 (0.856)
+    ("astronaut.png", "pole", "add", 0, 0.95),  # 0.975 (0.978)
 ])
 def test_a_pole_under_white_sensor_noise_keeps_its_edges(name, shape, change, seed, floor):
     """A pole 2.5 px wide pasted into a photograph at 224 px, the after image with sensor noise
-    (sigma 3): on an aligned pair whose noise is white, the plain difference in luma and chroma
-    decides the partly covered edge pixels, which the envelope's 3x3 tolerance gave away."""
+    (sigma 3): the partly covered edge pixels, which the envelope's 3x3 tolerance gives away, are
+    grown into by the plain difference against pixels of like texture (revision 8 had a path of
+    its own for white noise; without either, 0.808 / 0.708 / 0.923)."""
     photos = dict(photo_pairs.all_photographs())
     pair = photo_pairs.shaped_pair((name, photos[name]), photos["china.jpg"], change, shape, 0.006, "noise", (224, 224),
                                    np.random.default_rng(seed))
@@ -344,50 +345,25 @@ def test_a_saturated_rim_under_jpeg_or_noise_masks_almost_nothing(distractor):
     assert area <= 0.005, area  # measured 0.38% under JPEG (3.47% by RGB plain difference), 0 under noise
 
 
-@pytest.mark.parametrize("name, floor", [
-    # measured with the directed envelope (its seeds and its growth) and without it, the growth
-    # against pixels of like texture off: 0.866 (0.820); the whole pipeline 0.866 (0.854 without
-    # the directed envelope: that growth now recovers part of the same edges)
-    ("chelsea.png", 0.85),
-    ("coffee.png", 0.75),  # 0.766 (0.737); the whole pipeline 0.766 (0.738)
-    # 0.821 (0.738); the whole pipeline 0.823 (0.743)
-    ("astronaut.png", 0.75),
-])
-def test_thin_legs_under_a_sub_pixel_shift_keep_their_edges(name, floor):
-    """A body on thin legs pasted into a photograph at 224 px, the camera moved by less than a
-    pixel: the directed envelope (the 2x2 block the shift points to) seeds the legs' edges that
-    the 3x3 envelope forgives, and leads their growth (asserted against the masks without it,
-    with the growth against pixels of like texture off in both, which overlaps it)."""
-    photos = dict(photo_pairs.all_photographs())
-    pair = photo_pairs.shaped_pair((name, photos[name]), photos["china.jpg"], "add", "legs", 0.006, "subpixel", (224, 224),
-                                   np.random.default_rng(0))
-    default, directed, without = (_iou(pair.truth, compute_change_mask(pair.before, pair.after, params).mask)
-                                  for params in (MaskParams(), MaskParams(texture_grow_k=0.0),
-                                                 MaskParams(texture_grow_k=0.0, subpixel_seed_k=0.0, subpixel_grow_k=0.0)))
-    assert default >= floor and directed >= floor and directed >= without + 0.015, (default, directed, without)
-
-
-@pytest.mark.parametrize("cell, j, share_class, change, shape, size, photo, floor", [
-    # measured with both growths 0.562; the directed envelope's alone 0.542, the texture's
-    # alone 0.548; neither (the plain difference's pair-wide bar) 0.493
-    (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.55),
-    (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.62),  # 0.637; 0.534, 0.637; 0.493
+@pytest.mark.parametrize("cell, j, share_class, change, shape, size, photo, floor, gain", [
+    # measured (revision 9) 0.575; 0.553 with the plain difference's pair-wide bar alone
+    (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.55, 0.015),
+    (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.69, 0.15),  # 0.720; 0.521
 ])
 def test_small_changes_under_all_distractors_grow_past_the_pair_wide_bar(cell, j, share_class, change, shape, size,
-                                                                        photo, floor):
+                                                                        photo, floor, gain):
     """Two of the benchmark's < 1% pairs under all distractors combined (sub-pixel shift, tone,
     noise, JPEG), per pixel: the shift's resampling of the photograph lifts the plain
     difference's median, and with it the growth's pair-wide bar (``noise_k`` x that) above the
-    change's edges. The growth also follows the directed envelope (``subpixel_grow_k``) and the
-    plain difference against pixels of like texture (``texture_grow_k``): each alone, and both,
-    recover edges that the pair-wide bar shut out."""
+    change's edges. The growth also follows the plain difference against pixels of like texture
+    (``texture_grow_k``), which recovers edges that the pair-wide bar shut out."""
     pair = photo_pairs.cell_pair(photo_pairs.all_photographs(), cell, j, change, shape, photo_pairs.SHARE_RANGES[share_class],
                                  size)  # the benchmark's own pair
     assert (pair.photo_name, pair.distractor, pair.size_class) == (photo, "combined", "< 1%")
-    both, directed, textured, plain_only = (
+    textured, plain_only = (
         _iou(pair.truth, compute_change_mask(pair.before, pair.after, MaskParams(fill_holes=False, **off)).mask)
-        for off in ({}, {"texture_grow_k": 0.0}, {"subpixel_grow_k": 0.0}, {"texture_grow_k": 0.0, "subpixel_grow_k": 0.0}))
-    assert both >= floor and min(directed, textured) >= plain_only + 0.03, (both, directed, textured, plain_only)
+        for off in ({}, {"texture_grow_k": 0.0}))
+    assert textured >= floor and textured >= plain_only + gain, (textured, plain_only)
 
 
 @pytest.mark.parametrize("cell, j, share_class, change, floor", [
@@ -425,8 +401,10 @@ def test_distractor_residue_on_textured_photographs_is_pruned(photo, most):
 
 
 @pytest.mark.parametrize("cell, j, change, shape, size, photo, distractor, floor", [
-    # measured 0.859 (0.416 without the pruning: the lattice towers' residue)
-    (96, 0, "add", "blob", (448, 448), "rocket.jpg", "combined", 0.83),
+    # measured 0.563 (0.111 without the pruning: the lattice towers' residue); 0.859 in revision 8,
+    # whose smallest-cluster floor and growth guard dropped more of it (they did not earn their
+    # parameters on the held-out photographs: benchmarks/mask_quality.md, revision 9)
+    (96, 0, "add", "blob", (448, 448), "rocket.jpg", "combined", 0.54),
     (20, 0, "drop", "legs", (224, 224), "china.jpg", "subpixel", 0.85),  # 0.873 (0.481)
 ])
 def test_a_small_change_keeps_its_clusters_and_loses_the_residue_around_it(cell, j, change, shape, size, photo,

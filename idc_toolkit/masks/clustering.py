@@ -113,7 +113,8 @@ def prune_clusters(labels: np.ndarray, excess: np.ndarray, params: MaskParams) -
 
 
 def clusters_from_labels(labels: np.ndarray, params: MaskParams, clean: bool = False) -> list[Cluster]:
-    """Region, box and centre point of every cluster with at least ``min_region`` pixels.
+    """Region, box and centre point of every cluster (on a ``clean`` pair, of every cluster with
+    at least ``clean_min_region`` pixels; elsewhere DBSCAN's ``min_samples`` is the floor).
 
     With ``fill_holes`` the region is the whole object: the cluster's pixels closed with a 3x3
     square (a larger closing bridges the gaps of thin objects, legs or railings, and fills
@@ -132,7 +133,7 @@ def clusters_from_labels(labels: np.ndarray, params: MaskParams, clean: bool = F
     structure = np.ones((3, 3), dtype=bool)
     out = []
     for k, n in enumerate(sizes):
-        if n < params.min_region or boxes[k] is None:
+        if (clean and n < params.clean_min_region) or boxes[k] is None:
             continue
         ys_, xs_ = boxes[k]
         y0, y1 = max(0, ys_.start - r - 1), min(h, ys_.stop + r + 1)

@@ -97,23 +97,20 @@ def add_change_masks(
             "fitted by least trimmed squares on the pixels that did not change; the envelope distance (how far "
             "each image lies outside the other's 3x3 range, in luma and 3x3-smoothed chroma, a chroma plane counted "
             "where its unsmoothed envelope agrees) thresholded at max(`delta`, `noise_k` x the pair's median "
-            "distance) and grown `grow` steps into edge pixels above `grow_ratio` x the threshold (on a pair with no sub-pixel "
-            "remainder and no noise, the plain RGB difference also seeds, and the growth takes `clean_grow` steps by it alone; with no "
-            "sub-pixel remainder and white noise, the plain difference in luma and chroma seeds above `white_seed_k` and grows above "
-            "`white_grow_k` x its median; with a sub-pixel remainder, the envelope over the 2x2 block the remainder points to "
-            "seeds above `subpixel_seed_k` x its own threshold and the growth follows it above `subpixel_grow_k` x that threshold; on any "
-            "pair but the first two kinds (JPEG, a sub-pixel remainder), the growth also follows the plain difference above `texture_grow_k` x the median "
-            "of the pair's pixels of like texture); DBSCAN (`eps`, `min_samples`, computed "
-            "exactly on the pixel grid; on a clean pair `clean_min_samples`); clusters under `min_region` pixels "
-            "dropped (`clean_min_region` on a clean pair), and on a pair that is not clean those under `prune_pixels` whose median "
-            "plain difference is under `prune_k` x that of pixels of like texture; with `fill_holes` each region closed 3x3 and hole-filled, "
-            "without it not filled, and closed only where the pair is not clean (`pipeline_revision` names this pipeline's version).",
+            "distance). On a clean pair (sub-pixel remainder under `clean_subpixel`, noise under `clean_noise`) the "
+            "plain RGB difference also seeds; on any other pair the changed pixels grow `grow` steps into edge pixels "
+            "whose envelope distance is above 0 and whose plain difference passes the threshold or `texture_grow_k` x "
+            "the median of the pair's pixels of like texture. DBSCAN (`eps`, `min_samples`, computed exactly on the "
+            "pixel grid; on a clean pair `clean_min_samples`, clusters under `clean_min_region` pixels dropped; on any "
+            "other pair those under `prune_pixels` whose median plain difference is under `prune_k` x that of pixels "
+            "of like texture dropped); with `fill_holes` each region closed 3x3 and hole-filled, without it not "
+            "filled, and closed only where the pair is not clean (`pipeline_revision` names this pipeline's version).",
             "",
-            "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: `delta`, `noise_k`, "
-            "`eps`, `min_samples`, `max_shift`, `min_region`, `tau`, `resize`, `grow`, `grow_ratio`, the `clean_*`, `white_*`, `subpixel_*`, `texture_grow_k` and `prune_*` values and `fill_holes` are "
-            "idc-toolkit's choices, and the alignment, tone curve, envelope distance, growth and pruning are our additions "
-            "(benchmarks/mask_quality.py: mean IoU 0.87, 0.93 without `fill_holes`, on 685 pairs made from 22 real "
-            "photographs at four image sizes, with thin and tiny objects, against 0.25 for the recipe without them).",
+            "DAVIR §3.1 gives the steps (difference, DBSCAN, SAM with tau) but no values: every value here is "
+            "idc-toolkit's choice, and the alignment, tone curve, envelope distance, growth and pruning are our "
+            "additions (benchmarks/mask_quality.py, on 717 pairs made from 13 real photographs none of the values was "
+            "chosen on, at four image sizes, with thin and tiny objects: mean IoU 0.87, 0.92 without "
+            "`fill_holes`, against 0.25 for the recipe without them).",
             "",
             how,
         ],

@@ -1,6 +1,6 @@
 """Per-pixel distances of an aligned pair: the working resolution, the envelope distance (a pixel
-outside the other image's 3x3 range), its directed form for a sub-pixel remainder, the plain
-difference, the adaptive threshold, texture and its per-class medians."""
+outside the other image's 3x3 range), the plain difference, the adaptive threshold, texture and
+its per-class medians."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def envelope_distance(a: Planes, b: Planes) -> np.ndarray:
 def _largest_over_planes(a: Planes, b: Planes, distance) -> np.ndarray:
     """Per pixel, the largest ``distance(plane_a, plane_b)`` over luma and the two smoothed
     chroma planes, a chroma plane counted where its unsmoothed ``distance`` agrees (the smaller
-    of the two): how :func:`envelope_distance` and :func:`plane_distance` treat chroma."""
+    of the two): how :func:`envelope_distance` treats chroma."""
     out = np.zeros(a.raw[0].shape, dtype=np.float32)
     for plane, (pa, pb) in enumerate(zip(a.smooth, b.smooth)):
         d = distance(pa, pb)
@@ -105,27 +105,6 @@ def _outside(pa: np.ndarray, pb: np.ndarray, range_a: tuple, range_b: tuple) -> 
 
 def _envelope(pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
     return _outside(pa, pb, _range3(pa), _range3(pb))
-
-
-def _range_toward(x: np.ndarray, dy: float, dx: float) -> tuple[np.ndarray, np.ndarray]:
-    """Minimum and maximum over each pixel and its neighbours one step against (dy, dx): the
-    2x2 block between whose pixels the other image's value lies under a shift by (dy, dx) of
-    less than a pixel (edges repeated)."""
-    h, w = x.shape
-    p = _pad_edge(x)
-    ys, xs = 1 - (1 if dy > 0 else -1), 1 - (1 if dx > 0 else -1)
-    block = (p[1:h + 1, 1:w + 1], p[ys:ys + h, 1:w + 1], p[1:h + 1, xs:xs + w], p[ys:ys + h, xs:xs + w])
-    return np.minimum(np.minimum(block[0], block[1]), np.minimum(block[2], block[3])), \
-        np.maximum(np.maximum(block[0], block[1]), np.maximum(block[2], block[3]))
-
-
-def directed_envelope_distance(a: Planes, b: Planes, subpixel: tuple[float, float]) -> np.ndarray:
-    """:func:`envelope_distance` with each image's range taken over the 2x2 block that the
-    sub-pixel remainder ``subpixel`` (dy, dx) points to instead of the whole 3x3: the tolerance
-    such a shift needs, and no more (the direction was measured: the opposite one lit
-    distractor-only pairs up to 28%)."""
-    dy, dx = subpixel
-    return _largest_over_planes(a, b, lambda pa, pb: _outside(pa, pb, _range_toward(pa, -dy, -dx), _range_toward(pb, dy, dx)))
 
 
 def threshold(params: MaskParams, distance: np.ndarray) -> tuple[float, float]:
@@ -147,15 +126,6 @@ def plain_distance(after: np.ndarray, before: np.ndarray) -> np.ndarray:
     return np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])  # chained maxima: faster than .max(axis=2)
 
 
-def plane_distance(a: Planes, b: Planes) -> np.ndarray:
-    """Per pixel, the largest absolute difference over luma and the two chroma planes, a
-    chroma plane smoothed and counted where its unsmoothed difference agrees: the envelope
-    distance's planes without its 3x3 tolerance. Where sensor noise is white this is an exact
-    per-pixel change measure, and JPEG's half-resolution chroma stays out of it (the RGB plain
-    difference lit a saturated red rim under JPEG: 3.5% of a distractor-only pair)."""
-    return _largest_over_planes(a, b, lambda pa, pb: np.abs(pa - pb))
-
-
 def texture(rgb: np.ndarray) -> np.ndarray:
     """Per pixel, the largest 3x3 range over the three channels (levels)."""
     out = None
@@ -163,16 +133,6 @@ def texture(rgb: np.ndarray) -> np.ndarray:
         lo, hi = _range3(rgb[..., channel].astype(np.float32))
         out = hi - lo if out is None else np.maximum(out, hi - lo)
     return out
-
-
-def noise_is_white(plain: np.ndarray, tex: np.ndarray, ratio: float) -> bool:
-    """Whether a pair's difference is as large where the before image is flattest (its lowest
-    30% of :func:`texture`, ``tex``) as where it is most textured (its top 30%), within
-    ``ratio``: sensor noise is; JPEG's blocking and ringing and resampling error gather at edges."""
-    tex, plain = tex[::2, ::2], plain[::2, ::2]  # every 4th pixel, as the noise levels
-    lo, hi = np.percentile(tex, [30, 70])
-    flat = float(np.median(plain[tex <= lo]))
-    return float(np.median(plain[tex >= hi])) <= ratio * max(flat, 1e-6)
 
 
 def grouped_medians(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -18,9 +18,12 @@ from ..options import check_fields, option
 #: remainder the growth follows the directed envelope, ``subpixel_grow_k``; 8: on pairs that are not
 #: clean the growth also follows the plain difference against pixels of like texture,
 #: ``texture_grow_k``, and small clusters that stand no clearer than those pixels are dropped,
-#: ``prune_k`` / ``prune_pixels``). A masks run records it, so a folder begun by another revision is
-#: refused on resume instead of mixing two revisions' masks.
-PIPELINE_REVISION = 8
+#: ``prune_k`` / ``prune_pixels``; 9: every step that did not earn its parameters on held-out
+#: photographs removed: the white-noise path, the directed envelope's seeds and growth, the clean
+#: pairs' growth, the growth's guard ratio (now: not where the envelope distance is 0) and the noisy
+#: pairs' smallest cluster (``benchmarks/mask_quality.md``, revision 9)). A masks run records it,
+#: so a folder begun by another revision is refused on resume instead of mixing two revisions' masks.
+PIPELINE_REVISION = 9
 
 
 @dataclass(frozen=True)
@@ -46,28 +49,15 @@ class MaskParams:
     tau: float = option(0.5, 'SAM mask kept when its IoU with the cluster reaches this', check=checks.unit_interval)
     #: why this value: benchmarks/mask_quality.md, `keep_unmatched`
     keep_unmatched: bool = option(False, "with SAM, keep a cluster's diff region when no SAM mask reaches --tau (default: drop it, as DAVIR)")
-    #: clusters with fewer pixels are dropped as noise
-    min_region: int = option(12, 'clusters under this many pixels are dropped', check=checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `clean_min_samples`
     clean_min_samples: int = option(3, 'DBSCAN core-point neighbours on a clean pair', check=checks.positive_int)
     clean_min_region: int = option(4, '... and its smallest cluster', check=checks.non_negative_int)
     #: why this value: benchmarks/mask_quality.md, `grow`
-    grow: int = option(2, 'hysteresis steps into the partly covered edge pixels (0: none)', check=checks.non_negative_int)
-    grow_ratio: float = option(0.6, "a grown pixel's envelope distance must exceed this x the threshold", check=checks.non_negative_float)
-    #: why this value: benchmarks/mask_quality.md, `clean_grow`
-    clean_grow: int = option(4, 'hysteresis steps on a clean pair, by plain difference alone (0: none)', check=checks.non_negative_int)
+    grow: int = option(2, 'hysteresis steps into the partly covered edge pixels, on a pair that is not clean (0: none)', check=checks.non_negative_int)
     clean_subpixel: float = option(0.1, 'a pair is clean when its sub-pixel shift is under this (pixels, both axes) ...', check=checks.non_negative_float)
     clean_noise: float = option(0.3, "... and its noise level under this (0-255 levels; its plain difference's median also at most delta / noise-k)", check=checks.non_negative_float)
-    #: why this value: benchmarks/mask_quality.md, `white_ratio`
-    white_ratio: float = option(1.3, "a still pair's noise is white when its difference on textured pixels is under this x that on flat ones", check=checks.non_negative_float)
-    white_seed_k: float = option(5.0, 'on a still pair with white noise the plain difference seeds above this x its median ...', check=checks.non_negative_float)
-    white_grow_k: float = option(3.0, '... and the growth follows it above this x its median', check=checks.non_negative_float)
-    #: why this value: benchmarks/mask_quality.md, `subpixel_seed_k`
-    subpixel_seed_k: float = option(1.25, 'on a pair with a sub-pixel shift, the directed envelope (2x2 toward the shift) seeds above this x its threshold (0: off)', check=checks.non_negative_float)
-    #: why this value: benchmarks/mask_quality.md, `subpixel_grow_k`
-    subpixel_grow_k: float = option(1.0, '... and the growth also follows it above this x its threshold (0: off)', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `texture_grow_k`
-    texture_grow_k: float = option(4.0, 'on a pair neither clean nor still with white noise, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', check=checks.non_negative_float)
+    texture_grow_k: float = option(4.0, 'on a pair that is not clean, the growth also follows the plain difference above this x the median of pixels of like texture (0: off)', check=checks.non_negative_float)
     #: why this value: benchmarks/mask_quality.md, `prune_k`
     prune_k: float = option(3.0, 'on a pair that is not clean, a small cluster whose median plain difference is under this x that of pixels of like texture is dropped (0: off) ...', check=checks.non_negative_float)
     prune_pixels: int = option(200, '... when it has fewer pixels than this', check=checks.non_negative_int)
