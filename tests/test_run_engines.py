@@ -30,19 +30,6 @@ def one_process(demo_dataset, tmp_path_factory):
     return out
 
 
-def test_two_torchrun_ranks_write_what_one_process_writes(demo_dataset, one_process, tmp_path):
-    out = tmp_path / "ranks"
-    from idc_toolkit.masks import MaskParams
-
-    add_change_masks(demo_dataset, out, MaskParams(delta=60.0), rows_per_part=8, device="cpu", progress=False)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-           "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", str(out), "--device", "cpu",
-           "--rows-per-part", "8", "--no-progress", "--overwrite"]  # rank 0 replaces the other run, then both work
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _files(out) == _files(one_process)
-
-
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray instance (2 CPUs) for this module's Ray tests."""
@@ -52,13 +39,6 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
-
-
-def test_ray_engine_writes_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, local_ray):
-    result = add_change_masks(demo_dataset, (tmp_path / "ray").as_uri(), rows_per_part=8, device="cpu", progress=False,
-                              engine=EngineArgs(engine="ray", ray_actors=2))  # --out as a file:// URI
-    assert result.complete
-    assert _files(tmp_path / "ray") == _files(one_process)
 
 
 def _store_files(uri):
@@ -118,15 +98,21 @@ def test_an_s3_out_is_staged_here_and_published_as_the_local_engine_writes_it(de
     assert again.already_done and _files(again.out_dir) == _files(one_process)
 
 
-def test_two_torchrun_ranks_publish_to_s3_what_one_process_writes(demo_dataset, one_process, tmp_path, s3_store):
+def test_two_torchrun_ranks_publish_to_s3_what_one_process_writes(demo_dataset, one_process, tmp_path, monkeypatch,
+                                                                  s3_store):
     """Ranks share one staging folder and each shares its own parts at the destination; rank 0
-    publishes the local engine's folder, and nothing of the run's state is left there."""
+    publishes the local engine's folder, and nothing of the run's state is left there. The
+    destination held a run with other settings: rank 0 replaces it (--overwrite), then both work."""
+    from idc_toolkit.masks import MaskParams
+
     uri = s3_store("masks/ranks")
+    env = {**os.environ, "IDC_CACHE": str(tmp_path / "cache")}
+    monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache_first"))
+    add_change_masks(demo_dataset, uri, MaskParams(delta=60.0), rows_per_part=8, device="cpu", progress=False)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
            "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", uri, "--device", "cpu",
-           "--rows-per-part", "8", "--no-progress"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "IDC_CACHE": str(tmp_path / "cache")})
+           "--rows-per-part", "8", "--no-progress", "--overwrite"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [k for k in _store_keys(uri) if k] == sorted(_files(one_process))
     assert _store_files(uri) == _files(one_process)
@@ -234,6 +220,8 @@ def test_store_keys_that_are_not_plain_paths_are_refused_never_followed(tmp_path
 
 def test_ray_actors_publish_to_s3_what_the_local_engine_writes(demo_dataset, one_process, tmp_path, monkeypatch,
                                                                s3_store, local_ray):
+    """Ray Data actors write the local engine's folder and publish it to an object store (a
+    ``file://`` --out is tested in test_output_safety, the same staging path)."""
     monkeypatch.setenv("IDC_CACHE", str(tmp_path / "cache"))
     uri = s3_store("masks/ray")
     assert add_change_masks(demo_dataset, uri, rows_per_part=8, device="cpu", progress=False,
