@@ -18,6 +18,7 @@ BUILDERS = Registry("dataset", {
     "emu_edit": "idc_toolkit.builders.emu_edit:EmuEdit",
     "syned": "idc_toolkit.builders.syned:Syned",
     "magicbrush": "idc_toolkit.builders.magicbrush:MagicBrush",
+    "folder": "idc_toolkit.builders.folder:FolderOfPairs",
 }, summary=lambda cls: cls.card.pretty_name)
 
 

@@ -89,6 +89,14 @@ def workdir(tmp_path_factory):
         "train": [{"img_id": str(i), "sentences": [f"the car {i} left", "a car is gone"]} for i in range(1, 5)],
         "val": [{"img_id": "5", "sentences": ["a person appeared"]}],
         "test": [{"img_id": str(i), "sentences": [f"the bike {i} moved", "a bike moved"]} for i in range(6, 9)]})
+    # a reader's own photographs: my_pairs/before/ and after/ (same names) with a captions file
+    from PIL import Image
+
+    for k, name in enumerate(("street.jpg", "garden.jpg")):
+        for side, shade in (("before", 60), ("after", 180)):
+            (work / "my_pairs" / side).mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (64, 48), (shade, 40 * k, 90)).save(work / "my_pairs" / side / name)
+    (work / "my_pairs" / "captions.csv").write_text("image,caption\nstreet.jpg,a car drove off\ngarden.jpg,the bench is gone\n")
     # a smaller demo than the setup line writes (5 scene ids per change type, a smaller canvas): the same folders
     generate_demo_release(work / "idc_demo" / "raw", n_per_type=5, size=(112, 84), seed=1)
     cwd = os.getcwd()
