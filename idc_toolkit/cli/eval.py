@@ -4,6 +4,7 @@
     idc-eval --model blip2idc|davir|vlm --base-model NAME_OR_PATH [--adapter PATH] --dataset DS --out DIR
     idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]
     idc-eval lmms-tasks [--dataset TASK=PATH ...] [--out DIR]   (the lmms-eval task pack)
+    idc-eval check-references FILE [--dataset DS [--split S]]   (every problem of a file, one line each)
 
 Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
@@ -38,8 +39,9 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     from ..options import add_options, cli_fields
 
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
-                                  "score it. Subcommand: `idc-eval compare A B ...` (paired bootstrap test; "
-                                  "`idc-eval compare --help`).")
+                                  "score it. Subcommands: `idc-eval compare A B ...` (paired bootstrap test; "
+                                  "`idc-eval compare --help`), `idc-eval check-references FILE` (every problem of a "
+                                  "reference or predictions file) and `idc-eval lmms-tasks` (the lmms-eval task pack).")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
     what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
@@ -133,6 +135,32 @@ def run_lmms_tasks(args) -> None:
           f"--include_path {out.resolve()}")
 
 
+def make_check_parser() -> argparse.ArgumentParser:
+    p = common.parser("idc-eval check-references", "Check a reference or predictions file before scoring: JSON that "
+                                                   "does not parse, ids given twice, non-string captions, ids the "
+                                                   "dataset does not have; one line each, exit 1 on any (empty captions: "
+                                                   "a warning).")
+    p.add_argument("file", help="a coco-caption annotation file, {id: caption(s)}, a coco results list or JSON lines")
+    p.add_argument("--dataset", help="also check that every id is a pair of this dataset" + common.STORE_DATASET)
+    p.add_argument("--split", default="test", help="the dataset's split")
+    return p
+
+
+def run_check(args) -> int:
+    from ..evaluators.check import check_file
+
+    problems, warnings, counts = check_file(args.file, args.dataset, args.split)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        print(f"{args.file}: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{args.file}: ok ({counts['ids']} ids, {counts['captions']} captions)")
+    return 0
+
+
 def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
@@ -201,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
             common.setup_logging(args)
             run_compare(args)
             return 0
+        if argv and argv[0] == "check-references":
+            args = make_check_parser().parse_args(argv[1:])
+            common.setup_logging(args)
+            return run_check(args)
         if argv and argv[0] == "lmms-tasks":
             args = make_lmms_parser().parse_args(argv[1:])
             common.setup_logging(args)

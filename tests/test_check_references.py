@@ -1,0 +1,68 @@
+"""``idc-eval check-references``: every problem of a reference or predictions file, one line
+each, exit 1 on any; on CARD's real multi-change Spot-the-Diff reference file (shared) with the
+stray prefix a corrupted copy of it carried (CARD issue 5), and on constructed files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from idc_toolkit.cli.eval import main
+
+CARD = Path("spot_the_diff/card_multi_change/change_multi_captions_reformat.json")
+
+
+def _run(capsys, *argv):
+    code = main(["check-references", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cards_reference_file_passes_and_a_corrupted_copy_names_the_byte(shared, tmp_path, capsys):
+    real = shared / "real_annotations" / CARD
+    if not real.is_file():
+        pytest.skip(f"{real} is absent (../shared beside the repository)")
+    code, out, err = _run(capsys, real)
+    assert code == 0 and out.startswith(f"{real}: ok (") and out.endswith(" captions)\n"), (out, err)
+    assert err == f"warning: {real}: 48 empty caption(s), of id(s) '000003.png', '000192.png', '000616.png', " \
+                  "'000980.png', '000491.png' and 43 more: scored as given (--drop-empty-references drops them)\n", err
+    corrupted = tmp_path / "refs.json"
+    corrupted.write_bytes(b"cc" + real.read_bytes())
+    code, out, err = _run(capsys, corrupted)
+    assert code == 1
+    assert f"{corrupted}: not JSON at byte 0 (line 1, column 1: Expecting value); it starts 'cc{{\"info\"" in err, err
+
+
+def test_every_problem_is_one_line(tmp_path, capsys):
+    preds = tmp_path / "preds.json"
+    preds.write_text('{"1": "a car left", "2": "", "3": 7, "1": "twice"}')
+    code, _, err = _run(capsys, preds)
+    lines = err.strip().splitlines()
+    assert code == 1 and lines[-1] == f"{preds}: 2 problem(s)", lines
+    assert any("'1' appear twice in one JSON object" in line for line in lines)
+    assert any(line.startswith("warning:") and "1 empty caption(s), of id(s) '2'" in line for line in lines)
+    assert any("key '3'" in line and "the caption is int, not a string" in line for line in lines)
+    listed = tmp_path / "results.json"
+    listed.write_text(json.dumps([{"image_id": 1, "caption": "a"}, {"image_id": 1, "caption": "b"}]))
+    code, _, err = _run(capsys, listed)
+    assert code == 1 and "1 id(s) have several predictions: '1'" in err
+    lines_file = tmp_path / "preds.jsonl"
+    lines_file.write_text('{"pair_id": "1", "caption": "x"}\n{"pair_id": "2", "caption": "y"\n')
+    code, _, err = _run(capsys, lines_file)
+    assert code == 1 and f"{lines_file}: line 2: not JSON at byte" in err
+
+
+def test_references_may_repeat_an_id_and_ids_absent_from_the_dataset_are_named(demo_dataset, tmp_path, capsys):
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+
+    ids = list(load_references_dataset(str(demo_dataset), "test").captions)
+    refs = tmp_path / "refs.json"
+    refs.write_text(json.dumps({"annotations": [{"image_id": ids[0], "caption": "a"}, {"image_id": ids[0], "caption": "b"}]}))
+    code, out, _ = _run(capsys, refs, "--dataset", demo_dataset)
+    assert code == 0 and "ok (1 ids, 2 captions)" in out
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({ids[0]: "x", "nope": "y"}))
+    code, _, err = _run(capsys, preds, "--dataset", demo_dataset)
+    assert code == 1 and f"1 id(s) are not in {demo_dataset} [test]: 'nope'" in err
