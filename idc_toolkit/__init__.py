@@ -7,6 +7,7 @@ The public API mirrors the command-line tools::
     add_change_entities  idc-precompute entities
     augment_dataset      idc-augment
     generate_predictions idc-eval --model ... --predict-only
+    caption              idc-caption BEFORE AFTER --model ...   (one pair)
     evaluate_predictions idc-eval --predictions
     compare_systems      idc-eval compare
     train(TrainArgs(...)) idc-train
@@ -33,6 +34,7 @@ _API = {
     "compare_systems": "idc_toolkit.api:compare_systems",
     "train": "idc_toolkit.training.train:train",
     "TrainArgs": "idc_toolkit.training.args:TrainArgs",
+    "caption": "idc_toolkit.caption:caption",
     "view": "idc_toolkit.viewer.site:write_site",
     "view_figure": "idc_toolkit.viewer.figure:write_figure",
 }

@@ -28,7 +28,7 @@ LAYERS = [
     ["entities", "augment", "evaluators"],
     ["models"],
     ["training"],
-    ["demo", "api"],
+    ["demo", "api", "caption"],
     ["cli"],
 ]
 

@@ -145,14 +145,16 @@ def _run(command: str) -> None:
     """One README command, in-process."""
     from importlib import import_module
 
+    import tomllib
+
     argv = shlex.split(command)
-    scripts = {"idc-build": "build", "idc-precompute": "precompute", "idc-augment": "augment", "idc-eval": "eval",
-               "idc-train": "train", "idc-demo": "demo", "idc-view": "view"}
+    # every console script the package installs, as pyproject.toml declares it
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     if argv[0] == "torchrun":
         assert argv[1:3] == ["--nproc-per-node", "4"] and argv[3] == "-m", command
         module, args = argv[4], argv[5:]
     elif argv[0] in scripts:
-        module, args = f"idc_toolkit.cli.{scripts[argv[0]]}", argv[1:]
+        module, args = scripts[argv[0]].split(":")[0], argv[1:]
     elif argv[:2] == ["python", "-c"]:
         exec(compile(argv[2], "<README python -c>", "exec"), {})
         return
