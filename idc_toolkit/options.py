@@ -35,12 +35,30 @@ def python_only(help: str, default_factory: Callable[[], Any]) -> Any:
 
 
 def check_fields(obj: Any) -> None:
-    """Run each field's range check on the value set (``None`` means unset): a dataclass's
-    ``__post_init__`` calls it, so Python and the command line refuse the same values alike."""
+    """Run each field's range check and choice list on the value set (``None`` means unset): a
+    dataclass's ``__post_init__`` calls it, so Python and the command line refuse the same values
+    alike. Choices given as a function (a registry's names) are left to that registry, whose
+    error names them too."""
+    from .errors import IDCError
+
     for f in fields(obj):
-        check, value = f.metadata.get("check"), getattr(obj, f.name)
-        if check is not None and value is not None:
+        check, choices, value = f.metadata.get("check"), f.metadata.get("choices"), getattr(obj, f.name)
+        if value is None:
+            continue
+        if check is not None:
             object.__setattr__(obj, f.name, check(flag_of(f), value))
+        if choices is not None and not callable(choices):
+            for item in value if isinstance(value, list) else [value]:
+                if item not in choices:
+                    raise IDCError(f"unknown {flag_of(f)} {item!r}; choose {', '.join(choices)}")
+
+
+def from_namespace(options_cls: type, namespace: argparse.Namespace, names: Optional[Sequence[str]] = None,
+                   **given: Any) -> Any:
+    """``options_cls`` made from a parsed command line: the fields ``names`` (default: every
+    command-line field, :func:`cli_fields`) read from ``namespace``, plus ``given``."""
+    names = cli_fields(options_cls) if names is None else names
+    return options_cls(**{name: getattr(namespace, name) for name in names}, **given)
 
 
 def help_of(options_cls: type, name: str) -> str:

@@ -37,13 +37,14 @@ def main(argv: list[str] | None = None) -> int:
         from ..caption import caption
         from ..models.args import GenerateArgs
         from ..models.registry import get_runner_class
+        from ..options import from_namespace
 
         args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)
         from ..devices import quiet_model_loading
 
         quiet_model_loading()
-        run = GenerateArgs(**{name: getattr(args, name) for name in CHECKPOINT_FIELDS}, batch_size=1)
+        run = from_namespace(GenerateArgs, args, CHECKPOINT_FIELDS, batch_size=1)
         options = get_runner_class(args.model).options(args)
         print(caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask))
         if args.mask:

@@ -69,10 +69,10 @@ def add_engine_options(p) -> None:
 
 def engine_args(args: argparse.Namespace):
     """The :class:`~idc_toolkit.runs.EngineArgs` :func:`add_engine_options`' flags give."""
-    from ..options import cli_fields
+    from ..options import from_namespace
     from ..runs import EngineArgs
 
-    return EngineArgs(**{name: getattr(args, name) for name in cli_fields(EngineArgs)})
+    return from_namespace(EngineArgs, args)
 
 
 def model_name(argv: list[str]) -> str | None:

@@ -70,13 +70,6 @@ def make_compare_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _args_of(args_cls: type, args: argparse.Namespace):
-    """The command's dataclass from the parsed command line."""
-    from ..options import cli_fields
-
-    return args_cls(**{name: getattr(args, name) for name in cli_fields(args_cls)})
-
-
 def run_score(args) -> dict:
     from ..metrics.registry import resolve_families
 
@@ -92,8 +85,9 @@ def run_score(args) -> dict:
             print(f"[idc-eval] {line}", file=sys.stderr, flush=True)
 
     from ..evaluators.args import EvalArgs
+    from ..options import from_namespace
 
-    ev = evaluate(args.predictions, _args_of(EvalArgs, args), progress=progress)
+    ev = evaluate(args.predictions, from_namespace(EvalArgs, args), progress=progress)
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
@@ -165,8 +159,9 @@ def run_compare(args) -> dict:
     from ..evaluators.scoring import compare_systems
 
     from ..evaluators.args import CompareArgs
+    from ..options import from_namespace
 
-    report = compare_systems(args.a, args.b, _args_of(CompareArgs, args))
+    report = compare_systems(args.a, args.b, from_namespace(CompareArgs, args))
     print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
           "| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():
@@ -188,7 +183,7 @@ def run_model(args) -> None:
     from ..models.args import GenerateArgs
     from ..models.generation import generate_predictions
     from ..models.registry import get_runner_class
-    from ..options import cli_fields
+    from ..options import from_namespace
     from ..runs.ranks import dist_info
     from ..runs.rows import check_hub_repo
 
@@ -199,7 +194,7 @@ def run_model(args) -> None:
     check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     cls = get_runner_class(args.model)
     rank, world, local_rank = dist_info()
-    run = GenerateArgs(**{name: getattr(args, name) for name in cli_fields(GenerateArgs)})
+    run = from_namespace(GenerateArgs, args)
     run.device = resolve_device(run.device)
     if world > 1 and run.device == "cuda":
         run.device = f"cuda:{local_rank}"

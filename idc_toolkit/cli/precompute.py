@@ -51,17 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     def work() -> int:
         run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
                "rows_per_part": args.rows_per_part, "engine": common.engine_args(args)}
+        from ..options import from_namespace
+
         if args.what == "masks":
             from ..masks import MaskParams, add_change_masks
             from ..masks.params import CLI_PARAMS
 
-            params = MaskParams(**{name: getattr(args, name) for name in CLI_PARAMS})
+            params = from_namespace(MaskParams, args, CLI_PARAMS)
             result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
         else:
             from ..entities import EntityParams, add_change_entities
-            from ..options import cli_fields
 
-            params = EntityParams(**{name: getattr(args, name) for name in cli_fields(EntityParams)})
+            params = from_namespace(EntityParams, args)
             result = add_change_entities(args.dataset, args.out, params, **run)
         return report(result, args.out)
 

@@ -43,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
-        from dataclasses import fields
-
+        from ..options import from_namespace
         from ..training import TrainArgs, train
 
         args = make_parser(common.model_name(argv)).parse_args(argv)
@@ -52,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..models.registry import get_recipe_class
 
         own = list(get_recipe_class(args.model).option_defaults())
-        given = {f.name: getattr(args, f.name) for f in fields(TrainArgs) if f.name not in ("options", "trainer_args")}
-        result = train(TrainArgs(**given, options={k: getattr(args, k) for k in own}, trainer_args=dict(args.trainer_args)))
+        result = train(from_namespace(TrainArgs, args, options={k: getattr(args, k) for k in own},
+                                      trainer_args=dict(args.trainer_args)))
         if result.estimate is not None:
             print(f"{args.model} ({result.settings.variant}) on {args.dataset}, batch {result.settings.batch_size}, "
                   f"base {result.settings.base_model}\n")

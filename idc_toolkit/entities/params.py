@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import checks
-from ..errors import IDCError
 from ..options import check_fields, option
 from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES
 from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES
@@ -34,7 +33,4 @@ class EntityParams:
     spacy_model: str = option(DEFAULT_SPACY, "spaCy pipeline with a parser")
 
     def __post_init__(self) -> None:
-        check_fields(self)
-        for name, choices in (("strategy", RETRIEVAL_STRATEGIES), ("cheer_score", CHEER_SCORES), ("phrases", PHRASE_STRATEGIES)):
-            if getattr(self, name) not in choices:
-                raise IDCError(f"unknown --{name.replace('_', '-')} {getattr(self, name)!r}; choose {', '.join(choices)}")
+        check_fields(self)  # ranges and the strategies' choices

@@ -31,8 +31,4 @@ class EngineArgs:
                                        check=checks.non_negative_float)
 
     def __post_init__(self) -> None:
-        from ..errors import RunError
-
-        check_fields(self)
-        if self.engine not in ("local", "ray"):
-            raise RunError(f"unknown --engine {self.engine!r}; choose local or ray")
+        check_fields(self)  # the shard, the ranges and the engine's choices
