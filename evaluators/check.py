@@ -15,14 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-#: ids listed by name in one line; the rest are counted
-SHOWN_IDS = 5
-
-
-def _listed(ids: list[str]) -> str:
-    shown = ", ".join(repr(i) for i in ids[:SHOWN_IDS])
-    return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
-
+from .groups import listed_ids
 
 def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:
     offset = len(text[: exc.pos].encode("utf-8"))
@@ -64,7 +57,7 @@ def _records(path: Path, text: str, problems: list[str]) -> tuple[list[tuple[str
             out.append((obj.get("pair_id", obj.get("image_id")), obj.get("caption"), f"line {lineno}"))
         return out, False
     if repeated_keys:
-        problems.append(f"{path}: id(s) {_listed(sorted(set(repeated_keys)))} appear twice in one JSON object "
+        problems.append(f"{path}: id(s) {listed_ids(sorted(set(repeated_keys)))} appear twice in one JSON object "
                         "(JSON keeps the last: which caption is meant?)")
     references = isinstance(data, dict) and (isinstance(data.get("annotations"), list)
                                              or any(isinstance(v, list) for v in data.values()))
@@ -109,14 +102,14 @@ def check_file(path: Path | str, dataset: Optional[str] = None,
     if not references:  # predictions: one caption per pair (references may give several)
         twice = sorted(i for i, n in ids.items() if n > 1)
         if twice:
-            problems.append(f"{path}: {len(twice)} id(s) have several predictions: {_listed(twice)}")
+            problems.append(f"{path}: {len(twice)} id(s) have several predictions: {listed_ids(twice)}")
     if dataset is not None and ids:
         from .predictions import load_references_dataset
 
         known = set(load_references_dataset(dataset, split).captions)
         absent = [i for i in ids if i not in known]
         if absent:
-            problems.append(f"{path}: {len(absent)} id(s) are not in {dataset} [{split}]: {_listed(absent)}")
-    warnings = [f"{path}: {len(empty)} empty caption(s), of id(s) {_listed(empty)}: scored as given "
+            problems.append(f"{path}: {len(absent)} id(s) are not in {dataset} [{split}]: {listed_ids(absent)}")
+    warnings = [f"{path}: {len(empty)} empty caption(s), of id(s) {listed_ids(empty)}: scored as given "
                 "(--drop-empty-references drops them)"] if empty else []
     return problems, warnings, {"ids": len(ids), "captions": sum(ids.values())}
