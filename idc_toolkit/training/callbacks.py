@@ -33,6 +33,7 @@ class EpochValidation(TrainerCallback):
 
     def __init__(self, recipe, rows, dataset: str, settings, out: Path):
         self.recipe, self.rows, self.dataset, self.settings, self.out = recipe, rows, dataset, settings, out
+        self._refs = None  # the validation references, loaded at the first validation
         path = out / "epochs.json"
         self.table: list[dict[str, Any]] = json.loads(path.read_text()) if path.is_file() else []
 
@@ -43,7 +44,7 @@ class EpochValidation(TrainerCallback):
     def _references(self, rows):
         """The validation split's references, loaded once, narrowed to the pairs validated
         (``--val-limit``: the split's first N), so every one of them is scored and no other."""
-        if getattr(self, "_refs", None) is None:
+        if self._refs is None:
             from ..evaluators.scoring import load_references
 
             refs = load_references(dataset=str(self.dataset), split=self.settings.val_split)
