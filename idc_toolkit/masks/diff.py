@@ -131,21 +131,14 @@ def changed_pixels(b: np.ndarray, a: np.ndarray, params: MaskParams) -> ChangedP
     seeds = distance > cut
     plain = plain_distance(after_overlap, aligned)
     plain_noise = float(np.median(plain[::2, ::2]))
-    textures: dict[str, np.ndarray] = {}
-
-    def texture_before() -> np.ndarray:  # computed once, where a step or the white-noise test asks for it
-        if "before" not in textures:
-            textures["before"] = texture(aligned)
-        return textures["before"]
-
     regime = pair_regime(params, alignment.subpixel, noise, plain_noise)
     clean, still = regime is PairRegime.CLEAN, regime is not PairRegime.SHIFTED
     classes = not clean and bool(params.texture_grow_k or params.prune_k)  # does a step ask for texture classes
-    level = texture_level(plain, np.minimum(texture_before(), texture(after_overlap))) if classes else None
+    level = texture_level(plain, np.minimum(texture(aligned), texture(after_overlap))) if classes else None
     if clean:
         # on a clean pair the plain difference is exact, so it seeds too, at twice the noise
         # bar: a thin recoloured texture lies inside the other image's 3x3 range and left legs
-        # without any envelope seed; nothing grows (a growth added 0.0006 held-out mean IoU)
+        # without any envelope seed; nothing grows (a growth did not earn its step: mask_quality.md)
         seeds |= plain > max(params.delta, 2 * params.noise_k * plain_noise)
     else:
         # the growth enters the partly covered edge pixels: over the plain bar, and not explained
