@@ -18,6 +18,10 @@ BUILDERS = Registry("dataset", {
     "emu_edit": "idc_toolkit.builders.emu_edit:EmuEdit",
     "syned": "idc_toolkit.builders.syned:Syned",
     "magicbrush": "idc_toolkit.builders.magicbrush:MagicBrush",
+    "levir_mci": "idc_toolkit.builders.levir_mci:LevirMCI",
+    "dubai_cc": "idc_toolkit.builders.dubai_cc:DubaiCC",
+    "img_diff": "idc_toolkit.builders.img_diff:ImgDiff",
+    "diffspot": "idc_toolkit.builders.diffspot:DiffSpot",
     "folder": "idc_toolkit.builders.folder:FolderOfPairs",
 }, summary=lambda cls: cls.card.pretty_name)
 

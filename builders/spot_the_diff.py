@@ -5,17 +5,25 @@ items, one per annotator HIT) and ``data/resized_images/<id>.png`` / ``<id>_2.pn
 An ``img_id`` appears in several items when several annotators described it; the field
 (CLIP4IDC's reformat, the authors' own reference file) merges them, so there is one row per
 ``img_id`` with the sentences concatenated in file order: 8566 / 1493 / 1270 pairs.
+
+Config ``captions=card_multi_change``: CARD's multi-change version (Tu et al., ACL 2024), the
+same pairs and splits with ONE reference each, the annotators' sentences joined by ". "
+(``change_multi_captions.json`` + ``splits.json`` of tuyunbin/CARD's ``spot-the-diff/``). Its
+images are the release's ``resized_images/`` or CARD's preprocessed ``images/`` (before) +
+``sc_images/`` (after), named by the six-digit id.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Iterator
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
 from idc_toolkit.cards import citations
 from idc_toolkit.building.rawio import read_json
 from idc_toolkit.building.report import BuildReport
+from idc_toolkit.errors import RawFormatError
 from idc_toolkit.schema import PairRecord
 
 RAW_LAYOUT = """\
@@ -25,12 +33,20 @@ RAW/                         (the release's data/ folder, or the repository root
   annotations/test.json
   resized_images/<img_id>.png      before
   resized_images/<img_id>_2.png    after
+captions=card_multi_change: CARD's spot-the-diff/ files in RAW (or RAW/spot-the-diff/)
+  change_multi_captions.json   {"000235.png": ["sentence one. sentence two"], ...}
+  splits.json                  {"train": [76, 235, ...], "val": [...], "test": [...]}
+  and resized_images/ as above, or CARD's images/<6 digits>.png + sc_images/<6 digits>.png
 """
+CARD_FILES = ("change_multi_captions.json", "splits.json")
 
 
 @dataclass
 class SpotTheDiffConfig(BuilderConfig):
-    """Spot-the-Diff has no options: merging per ``img_id`` is what every peer does."""
+    """``captions``: ``original`` (the release's sentences, merged per ``img_id`` as every peer
+    does) or ``card_multi_change`` (CARD's joined multi-change captions, one per pair)."""
+
+    captions: str = "original"
 
 
 class SpotTheDiff(PairBuilder):
@@ -65,16 +81,73 @@ class SpotTheDiff(PairBuilder):
         ),
     )
 
+    def __init__(self, raw_dir, config=None):
+        super().__init__(raw_dir, config)
+        if self.config.captions not in ("original", "card_multi_change"):
+            raise RawFormatError(self.raw_dir, f"captions={self.config.captions!r}: choose original or card_multi_change")
+        if self.card_multi:
+            self.card = replace(self.card, pretty_name="Spot-the-Diff (CARD multi-change)", description=(
+                "Spot-the-Diff's pairs and splits with CARD's multi-change references: one caption per pair, the "
+                "annotators' sentences joined by \". \" (Tu et al., ACL 2024)."),
+                download=self.card.download + "; captions: spot-the-diff/ in https://github.com/tuyunbin/CARD",
+                citation=citations.SPOT_THE_DIFF + "\n\n" + citations.CARD)
+
+    @property
+    def card_multi(self) -> bool:
+        return self.config.captions == "card_multi_change"
+
     def check_raw(self) -> None:
+        if self.card_multi:
+            return self._check_card_raw()
         if (self.raw_dir / "data" / "annotations").is_dir():
             self.raw_dir = self.raw_dir / "data"
         self.required = ("annotations/train.json", "annotations/val.json", "annotations/test.json", "resized_images")
         super().check_raw()
 
+    def _check_card_raw(self) -> None:
+        if (self.raw_dir / "data" / "resized_images").is_dir() and not (self.raw_dir / "resized_images").is_dir():
+            self.raw_dir = self.raw_dir / "data"
+        self.card_dir = next((d for d in (self.raw_dir, self.raw_dir / "spot-the-diff")
+                              if all((d / f).is_file() for f in CARD_FILES)), self.raw_dir)
+        self.images = ("resized_images", "resized_images") if (self.raw_dir / "resized_images").is_dir() else ("images", "sc_images")
+        self.required = (*(str((self.card_dir / f).relative_to(self.raw_dir)) for f in CARD_FILES), *dict.fromkeys(self.images))
+        super().check_raw()
+
     def raw_files(self) -> list[str]:
+        if self.card_multi:
+            return [str((self.card_dir / f).relative_to(self.raw_dir)) for f in CARD_FILES]
         return ["annotations/train.json", "annotations/val.json", "annotations/test.json"]
 
+    def _card_image(self, pair_id: str, after: bool) -> Path:
+        if self.images[0] == "resized_images":
+            return self.raw_dir / "resized_images" / (f"{pair_id}_2.png" if after else f"{pair_id}.png")
+        return self.raw_dir / self.images[after] / f"{int(pair_id):06d}.png"
+
+    def _generate_card(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
+        captions_path, splits_path = (self.card_dir / f for f in CARD_FILES)
+        captions = read_json(captions_path)
+        if not isinstance(captions, dict):
+            raise RawFormatError(captions_path, "expected {\"<6 digits>.png\": [caption], ...}")
+        for i, raw_id in enumerate(self.read_split_file(splits_path).get(self.release_split(split), [])):
+            if not isinstance(raw_id, int) or isinstance(raw_id, bool):
+                raise RawFormatError(splits_path, f"ids are integers in CARD's splits, found {raw_id!r}", f"{split}[{i}]")
+            key = f"{raw_id:06d}.png"
+            if key not in captions:
+                report.skip(split, str(captions_path), key, "in splits.json but has no caption")
+                continue
+            try:
+                refs = caption_list(captions[key])
+            except ValueError as exc:
+                report.skip(split, str(captions_path), key, str(exc))
+                continue
+            pair_id = str(raw_id)
+            yield PairRecord(pair_id=pair_id, before=self._card_image(pair_id, False), after=self._card_image(pair_id, True),
+                             captions=refs, source=f"{captions_path}#{key}")
+
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
+        if self.card_multi:
+            yield from self._generate_card(split, report)
+            return
         path = self.raw_dir / "annotations" / f"{self.release_split(split)}.json"
         items = read_json(path)
         if not isinstance(items, list):
@@ -108,6 +181,11 @@ class SpotTheDiff(PairBuilder):
             )
 
     def summarize(self, report: BuildReport) -> None:
+        if self.card_multi:
+            listed = {f"{i:06d}.png" for ids in self.read_split_file(self.card_dir / "splits.json").values() for i in ids
+                      if isinstance(i, int)}
+            report.count("captions_in_no_split", len(set(read_json(self.card_dir / "change_multi_captions.json")) - listed))
+            return
         annotated: set[str] = set()
         for split in self.split_names():
             path = self.raw_dir / "annotations" / f"{self.release_split(split)}.json"

@@ -63,3 +63,33 @@ MAGICBRUSH = """@inproceedings{zhang2023magicbrush,
   booktitle = {Advances in Neural Information Processing Systems (NeurIPS), Datasets and Benchmarks Track},
   year      = {2023}
 }"""
+
+DUBAI_CC = """@article{hoxha2022change,
+  title   = {Change Captioning: A New Paradigm for Multitemporal Remote Sensing Image Analysis},
+  author  = {Hoxha, Genc and Chouaf, Seloua and Melgani, Farid and Smara, Youcef},
+  journal = {IEEE Transactions on Geoscience and Remote Sensing},
+  volume  = {60},
+  year    = {2022}
+}"""
+
+CARD = """@inproceedings{tu2024context,
+  title     = {Context-aware Difference Distilling for Multi-change Captioning},
+  author    = {Tu, Yunbin and Li, Liang and Su, Li and Zha, Zheng-Jun and Yan, Chenggang and Huang, Qingming},
+  booktitle = {Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (ACL)},
+  year      = {2024}
+}"""
+
+LEVIR_MCI = """@article{liu2024change,
+  title   = {Change-Agent: Toward Interactive Comprehensive Remote Sensing Change Interpretation and Analysis},
+  author  = {Liu, Chenyang and Chen, Keyan and Zhang, Haotian and Qi, Zipeng and Zou, Zhengxia and Shi, Zhenwei},
+  journal = {IEEE Transactions on Geoscience and Remote Sensing},
+  volume  = {62},
+  year    = {2024}
+}"""
+
+IMG_DIFF = """@inproceedings{jiao2025imgdiff,
+  title     = {Img-Diff: Contrastive Data Synthesis for Multimodal Large Language Models},
+  author    = {Jiao, Qirui and Chen, Daoyuan and Huang, Yilun and Li, Yaliang and Shen, Ying},
+  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
+  year      = {2025}
+}"""
