@@ -19,6 +19,7 @@ BUILDERS = Registry("dataset", {
     "syned": "idc_toolkit.builders.syned:Syned",
     "magicbrush": "idc_toolkit.builders.magicbrush:MagicBrush",
     "levir_mci": "idc_toolkit.builders.levir_mci:LevirMCI",
+    "second_cc": "idc_toolkit.builders.second_cc:SecondCC",
     "dubai_cc": "idc_toolkit.builders.dubai_cc:DubaiCC",
     "img_diff": "idc_toolkit.builders.img_diff:ImgDiff",
     "diffspot": "idc_toolkit.builders.diffspot:DiffSpot",

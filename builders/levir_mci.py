@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from datasets import Image
 
+from idc_toolkit.building.labels import mask_columns, png_cell, read_label
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -44,10 +45,8 @@ RAW/                                       (Levir-MCI-dataset/)
 def label_columns(data: bytes, where: str) -> dict:
     """The ground-truth columns of one label PNG (module docstring); refuses unknown values."""
     import numpy as np
-    from PIL import Image as PILImage
-    from scipy import ndimage
 
-    arr = np.asarray(PILImage.open(io.BytesIO(data)))
+    arr = read_label(data)
     channel = arr[..., 0] if arr.ndim == 3 else arr
     unknown = sorted(set(np.unique(channel).tolist()) - set(LABEL_VALUES))
     if unknown:
@@ -55,18 +54,7 @@ def label_columns(data: bytes, where: str) -> dict:
     classes = np.zeros(channel.shape, dtype=np.uint8)
     for value, index in LABEL_VALUES.items():
         classes[channel == value] = index
-    changed = classes > 0
-    regions, _ = ndimage.label(changed, structure=np.ones((3, 3)))
-    boxes = [[float(s[1].start), float(s[0].start), float(s[1].stop - 1), float(s[0].stop - 1)]
-             for s in ndimage.find_objects(regions)]
-
-    def png(a) -> dict:
-        buf = io.BytesIO()
-        PILImage.fromarray(a).save(buf, "PNG")
-        return {"bytes": buf.getvalue(), "path": None}
-
-    return {"change_mask": png(changed.astype(np.uint8) * 255), "change_boxes": boxes, "mask_source": "annotation",
-            "change_classes": png(classes)}
+    return {**mask_columns(classes > 0), "change_classes": png_cell(classes)}
 
 
 class LevirMCI(LevirCC):

@@ -93,3 +93,10 @@ IMG_DIFF = """@inproceedings{jiao2025imgdiff,
   booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
   year      = {2025}
 }"""
+
+SECOND_CC = """@article{karaca2025secondcc,
+  title   = {Robust Change Captioning in Remote Sensing: {SECOND-CC} Dataset and {MModalCC} Framework},
+  author  = {Karaca, Ali Can and others},
+  journal = {IEEE Journal of Selected Topics in Applied Earth Observations and Remote Sensing},
+  year    = {2025}
+}"""

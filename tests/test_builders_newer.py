@@ -263,3 +263,53 @@ def test_diffspot_an_operator_outside_the_data_card_stops_the_build(tmp_path):
     raw = _diffspot_raw(tmp_path / "raw", rows, shards=1)
     with pytest.raises(RawFormatError, match=r"test-00000-of-00001.parquet.*row 3.*operator 'blur' is not one of"):
         build_dataset(make_builder("diffspot", raw), tmp_path / "out", progress=False)
+
+
+def _second_raw(root: Path, odd_colour=None) -> Path:
+    """Fixture written from the notes (S4.4: SecondCC's repository holds no data): Karpathy JSON with
+    a restval record and a tokens-only sentence; colour semantic maps in SECOND's palette."""
+    import numpy as np
+
+    records = [("00001.png", "train", {"raw": "a building appears near the water ."}),
+               ("00002.png", "restval", {"tokens": ["nothing", "has", "changed"]}),
+               ("00003.png", "test", {"raw": "trees were cut ."})]
+    for name, split, sentence in records:
+        folder = root / ("train" if split == "restval" else split)
+        for sub in ("rgb/A", "rgb/B", "sem/A", "sem/B"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (12, 12), (30, 90, 30)).save(folder / "rgb/A" / name)
+        Image.new("RGB", (12, 12), (90, 90, 30)).save(folder / "rgb/B" / name)
+        a = np.full((12, 12, 3), 255, dtype=np.uint8)
+        b = a.copy()
+        if split != "restval":
+            a[2:5, 3:7] = (0, 0, 255)      # water before ...
+            b[2:5, 3:7] = (128, 0, 0)      # ... building after
+            b[8:10, 8:10] = odd_colour or (0, 255, 0)  # a tree appears
+        Image.fromarray(a).save(folder / "sem/A" / name)
+        Image.fromarray(b).save(folder / "sem/B" / name)
+    images = [{"filename": n, "split": s, "sentences": [sent]} for n, s, sent in records]
+    (root / "SECOND-CC-AUG.json").write_text(json.dumps({"images": images}))
+    return root
+
+
+def test_second_cc_class_maps_per_phase_and_change_mask(tmp_path):
+    import numpy as np
+
+    raw = _second_raw(tmp_path / "raw")
+    result = build_dataset(make_builder("second_cc", raw), tmp_path / "out", progress=False)
+    assert dict(result.report.rows) == {"train": 2, "test": 1}
+    train = load_dataset(str(tmp_path / "out"), split="train")
+    first, restval = train[0], train[1]
+    before, after = np.asarray(first["classes_before"]), np.asarray(first["classes_after"])
+    assert before[3, 4] == 1 and after[3, 4] == 5 and after[9, 9] == 4 and before[0, 0] == after[0, 0] == 0
+    assert first["change_boxes"] == [[3.0, 2.0, 6.0, 4.0], [8.0, 8.0, 9.0, 9.0]]
+    assert (np.asarray(first["change_mask"]) > 0).sum() == 12 + 4
+    names = train.features["category"].names
+    assert names[first["category"]] == "change" and names[restval["category"]] == "no_change"
+    assert restval["captions"] == ["nothing has changed"] and restval["change_boxes"] == []
+
+
+def test_second_cc_a_colour_outside_the_palette_stops_the_build(tmp_path):
+    raw = _second_raw(tmp_path / "raw", odd_colour=(10, 20, 30))
+    with pytest.raises(RawFormatError, match=r"sem/B/00001.png.*\(10, 20, 30\) are not in SECOND's palette"):
+        build_dataset(make_builder("second_cc", raw), tmp_path / "out", progress=False)
