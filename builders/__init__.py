@@ -21,6 +21,7 @@ BUILDERS = Registry("dataset", {
     "levir_mci": "idc_toolkit.builders.levir_mci:LevirMCI",
     "second_cc": "idc_toolkit.builders.second_cc:SecondCC",
     "dubai_cc": "idc_toolkit.builders.dubai_cc:DubaiCC",
+    "birds_to_words": "idc_toolkit.builders.birds_to_words:BirdsToWords",
     "img_diff": "idc_toolkit.builders.img_diff:ImgDiff",
     "diffspot": "idc_toolkit.builders.diffspot:DiffSpot",
     "folder": "idc_toolkit.builders.folder:FolderOfPairs",

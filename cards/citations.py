@@ -100,3 +100,10 @@ SECOND_CC = """@article{karaca2025secondcc,
   journal = {IEEE Journal of Selected Topics in Applied Earth Observations and Remote Sensing},
   year    = {2025}
 }"""
+
+BIRDS_TO_WORDS = """@inproceedings{forbes2019neural,
+  title     = {Neural Naturalist: Generating Fine-Grained Image Comparisons},
+  author    = {Forbes, Maxwell and Kaeser-Chen, Christine and Sharma, Piyush and Belongie, Serge},
+  booktitle = {Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
+  year      = {2019}
+}"""

@@ -42,8 +42,11 @@ class BuilderConfig:
                 if raw.lower() not in {"true", "false", "1", "0", "yes", "no"}:
                     raise BuildError(f"option {key!r} takes true/false, got {raw!r}")
                 values[key] = raw.lower() in {"true", "1", "yes"}
-            elif isinstance(default, int):
-                values[key] = int(raw)
+            elif isinstance(default, (int, float)):
+                try:
+                    values[key] = type(default)(raw)
+                except ValueError:
+                    raise BuildError(f"option {key!r} takes a number, got {raw!r}") from None
             else:
                 values[key] = raw
         return cls(**values)
