@@ -11,6 +11,12 @@ same pairs and splits with ONE reference each, the annotators' sentences joined 
 (``change_multi_captions.json`` + ``splits.json`` of tuyunbin/CARD's ``spot-the-diff/``). Its
 images are the release's ``resized_images/`` or CARD's preprocessed ``images/`` (before) +
 ``sc_images/`` (after), named by the six-digit id.
+
+Config ``rehost=DIR``: the original link to the images is dead, so they are read from a local
+copy of a Hub dataset that re-hosts them as instruction data (The Cauldron / FineVision's
+``spot_the_diff``, Mantis-Instruct's ``spot-the-diff``); rows are matched back to ``img_id``s
+through the release's annotations (:mod:`idc_toolkit.building.rehost`) and what does not match
+is reported.
 """
 
 from __future__ import annotations
@@ -44,9 +50,12 @@ CARD_FILES = ("change_multi_captions.json", "splits.json")
 @dataclass
 class SpotTheDiffConfig(BuilderConfig):
     """``captions``: ``original`` (the release's sentences, merged per ``img_id`` as every peer
-    does) or ``card_multi_change`` (CARD's joined multi-change captions, one per pair)."""
+    does) or ``card_multi_change`` (CARD's joined multi-change captions, one per pair);
+    ``rehost``: a local copy of a Hub dataset that re-hosts the images (module docstring),
+    read instead of ``resized_images/``."""
 
     captions: str = "original"
+    rehost: str = ""
 
 
 class SpotTheDiff(PairBuilder):
@@ -85,6 +94,14 @@ class SpotTheDiff(PairBuilder):
         super().__init__(raw_dir, config)
         if self.config.captions not in ("original", "card_multi_change"):
             raise RawFormatError(self.raw_dir, f"captions={self.config.captions!r}: choose original or card_multi_change")
+        if self.config.rehost and self.card_multi:
+            raise RawFormatError(self.raw_dir, "rehost= reads the release's own annotations: use it with captions=original")
+        if self.config.rehost:
+            self.card = replace(self.card, description=self.card.description + (
+                f" The images were taken from a re-hosted copy (`{Path(self.config.rehost).name}`), each row matched back "
+                "to the release's `img_id` through its annotations; pairs the copy lacks are left out (see the build report)."),
+                download=self.card.download + "; images here: a local copy of a Hub dataset re-hosting them "
+                                              "(HuggingFaceM4/the_cauldron spot_the_diff, TIGER-Lab/Mantis-Instruct spot-the-diff)")
         if self.card_multi:
             self.card = replace(self.card, pretty_name="Spot-the-Diff (CARD multi-change)", description=(
                 "Spot-the-Diff's pairs and splits with CARD's multi-change references: one caption per pair, the "
@@ -101,8 +118,11 @@ class SpotTheDiff(PairBuilder):
             return self._check_card_raw()
         if (self.raw_dir / "data" / "annotations").is_dir():
             self.raw_dir = self.raw_dir / "data"
-        self.required = ("annotations/train.json", "annotations/val.json", "annotations/test.json", "resized_images")
+        self.required = ("annotations/train.json", "annotations/val.json", "annotations/test.json",
+                         *(() if self.config.rehost else ("resized_images",)))
         super().check_raw()
+        if self.config.rehost and not Path(self.config.rehost).is_dir():
+            raise RawFormatError(self.config.rehost, "rehost= names no folder (a local copy of the re-hosted dataset)")
 
     def _check_card_raw(self) -> None:
         if (self.raw_dir / "data" / "resized_images").is_dir() and not (self.raw_dir / "resized_images").is_dir():
@@ -144,15 +164,11 @@ class SpotTheDiff(PairBuilder):
             yield PairRecord(pair_id=pair_id, before=self._card_image(pair_id, False), after=self._card_image(pair_id, True),
                              captions=refs, source=f"{captions_path}#{key}")
 
-    def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
-        if self.card_multi:
-            yield from self._generate_card(split, report)
-            return
+    def _merged(self, split: str, report: BuildReport) -> tuple[Path, dict[str, list[str]], dict[str, list[int]]]:
+        """One split's annotation items merged per ``img_id`` in file order (module docstring)."""
         path = self.raw_dir / "annotations" / f"{self.release_split(split)}.json"
         items = read_json(path)
         if not isinstance(items, list):
-            from idc_toolkit.errors import RawFormatError
-
             raise RawFormatError(path, f"expected a list of {{img_id, sentences}} items, found {type(items).__name__}")
         merged: dict[str, list[str]] = {}
         sources: dict[str, list[int]] = {}
@@ -169,6 +185,16 @@ class SpotTheDiff(PairBuilder):
                 continue
             merged.setdefault(img_id, []).extend(sentences)
             sources.setdefault(img_id, []).append(i)
+        return path, merged, sources
+
+    def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
+        if self.card_multi:
+            yield from self._generate_card(split, report)
+            return
+        path, merged, sources = self._merged(split, report)
+        if self.config.rehost:
+            yield from self._generate_rehost(split, report, path, merged, sources)
+            return
         images = self.raw_dir / "resized_images"
         for img_id, captions in merged.items():
             items_used = ",".join(str(i) for i in sources[img_id])
@@ -180,7 +206,55 @@ class SpotTheDiff(PairBuilder):
                 source=f"{path}#items {items_used}",
             )
 
+    # -- images from a re-hosted copy (rehost=DIR) ----------------------------------------
+    def _rehost_match(self):
+        if not hasattr(self, "_match"):
+            from idc_toolkit.building.rehost import match_rehost
+
+            scratch = BuildReport(dataset=self.name)  # the splits' own problems are reported when each is built
+            refs = {pid: caps for split in self.split_names() for pid, caps in self._merged(split, scratch)[1].items()}
+            self._match = match_rehost(Path(self.config.rehost), refs)
+        return self._match
+
+    def _rehost_cell(self, cell):
+        if isinstance(cell, dict) and cell.get("bytes"):
+            return cell["bytes"]
+        path = cell.get("path") if isinstance(cell, dict) else None
+        root = Path(self.config.rehost).resolve()
+        local = (root / path).resolve() if path else None
+        if local is None or not local.is_relative_to(root) or not local.is_file():  # a path may not leave the copy
+            return None
+        return local.read_bytes()
+
+    def _generate_rehost(self, split, report, path, merged, sources) -> Iterator[PairRecord]:
+        from idc_toolkit.building.rehost import rehost_images
+
+        found = set()
+        for pid, before, after, where in rehost_images(self._rehost_match(), set(merged)):
+            found.add(pid)
+            cells = self._rehost_cell(before), self._rehost_cell(after)
+            if None in cells:
+                report.skip(split, where, pid, "the re-hosted row has no image bytes and no file at its image path inside the copy")
+                continue
+            items_used = ",".join(str(i) for i in sources[pid])
+            yield PairRecord(pair_id=pid, before=cells[0], after=cells[1], captions=merged[pid],
+                             source=f"{path}#items {items_used}; images {where}")
+        missing = [pid for pid in merged if pid not in found]
+        report.count(f"{split}_pairs_not_in_rehost", len(missing))
+        if missing:
+            report.note(split, self.config.rehost, None, f"{len(missing)} of the split's {len(merged)} pairs are not in the "
+                                                         f"re-hosted copy (e.g. {', '.join(missing[:5])})")
+
     def summarize(self, report: BuildReport) -> None:
+        if self.config.rehost:
+            match = self._rehost_match()
+            report.count("rehost_rows_matched", len(match.ids))
+            report.count("rehost_rows_unmatched", len(match.problems))
+            for file, record, why in match.problems[:20]:
+                report.note(None, file, record, f"re-hosted row not matched to a release pair: {why}")
+            if len(match.problems) > 20:
+                report.note(None, self.config.rehost, None, f"... {len(match.problems) - 20} more re-hosted rows not matched")
+            return
         if self.card_multi:
             listed = {f"{i:06d}.png" for ids in self.read_split_file(self.card_dir / "splits.json").values() for i in ids
                       if isinstance(i, int)}

@@ -138,3 +138,62 @@ def test_clean_paraphrase():
     assert clean_paraphrase(' "Add a goat" ') == "Add a goat"
     assert clean_paraphrase('""nested""') == "nested"
     assert clean_paraphrase('say "hi" now') == 'say "hi" now'
+
+
+def _cauldron_rows(ids, refs, extra_rows=()):
+    """Rows as The Cauldron / FineVision re-host Spot-the-Diff: two images, one user/assistant turn;
+    the answer joins the release's sentences (capitalised, full stops), no id anywhere."""
+    rows = []
+    for pid in ids:
+        answer = " ".join(s.strip().capitalize() + "." for s in refs[pid] if s.strip())
+        rows.append({"images": [{"bytes": image_bytes(color=(int(pid) % 256, 1, 2)), "path": None},
+                                {"bytes": image_bytes(color=(int(pid) % 256, 3, 4)), "path": None}],
+                     "texts": [{"user": "What differs between the two images?", "assistant": answer}], "source": "spot_the_diff"})
+    return rows + list(extra_rows)
+
+
+def test_spot_the_diff_images_from_hub_rehosts_matched_by_the_real_annotations(shared, tmp_path):
+    """Real annotations; images from a Cauldron-style copy (matched by text) and a Mantis-style one
+    (image paths keep the release's names). Pairs whose sentences repeat elsewhere in the release
+    ('there are no differences') cannot be told apart and are reported, not guessed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ann = {s: json.loads((shared / "real_annotations/spot_the_diff" / f"{s}.json").read_text()) for s in ("train", "val", "test")}
+    raw = make_spot_the_diff(tmp_path / "raw", ann, fmt_images=False)
+    refs: dict[str, list[str]] = {}
+    for items in ann.values():
+        for it in items:
+            refs.setdefault(str(it["img_id"]), []).extend(it["sentences"])
+    train_ids = list(dict.fromkeys(str(it["img_id"]) for it in ann["train"]))[:30]  # '76': 'there are no differences'
+    test_ids = list(dict.fromkeys(str(it["img_id"]) for it in ann["test"]))[:3]
+    stray = {"images": [{"bytes": image_bytes(), "path": None}] * 2,
+             "texts": [{"user": "?", "assistant": "A dog sits on a sofa."}], "source": "spot_the_diff"}
+    rehost = tmp_path / "the_cauldron"
+    (rehost / "spot_the_diff").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(_cauldron_rows(train_ids, refs, [stray])), rehost / "spot_the_diff/train-00000-of-00002.parquet")
+    (rehost / "mantis/imgs").mkdir(parents=True)
+    mantis = []
+    for pid in test_ids:
+        for suffix, c in (("", 5), ("_2", 6)):
+            (rehost / "mantis/imgs" / f"{pid}{suffix}.png").write_bytes(image_bytes(color=(int(pid) % 256, c, c)))
+        mantis.append({"id": f"spot-{pid}", "images": [{"bytes": None, "path": f"mantis/imgs/{pid}.png"},
+                                                        {"bytes": None, "path": f"mantis/imgs/{pid}_2.png"}],
+                       "conversation": [{"role": "user", "content": "?"}, {"role": "assistant", "content": "(paraphrased)"}],
+                       "source": "spot-the-diff"})
+    pq.write_table(pa.Table.from_pylist(mantis), rehost / "spot_the_diff/train-00001-of-00002.parquet")
+
+    result = build_dataset(make_builder("spot_the_diff", raw, {"rehost": str(rehost)}), tmp_path / "out", progress=False)
+    duplicates = {pid for pid in train_ids if sum(1 for q in refs if sorted(refs[q]) == sorted(refs[pid])) > 1}
+    assert "76" in duplicates
+    assert dict(result.report.rows) == {"train": 30 - len(duplicates), "test": 3}
+    c = result.report.counters
+    assert c["rehost_rows_matched"] == 30 - len(duplicates) + 3 and c["rehost_rows_unmatched"] == len(duplicates) + 1
+    assert c["validation_pairs_not_in_rehost"] == 1493
+    reasons = [p.reason for p in result.report.problems if p.action == "note"]
+    assert any("fits" in r and "release pairs" in r for r in reasons) and any("states no release pair" in r for r in reasons)
+    ds = load_dataset(str(tmp_path / "out"))
+    for row in ds["train"]:  # every image went to its own pair, captions from the release
+        assert row["before"].getpixel((0, 0)) == (int(row["pair_id"]) % 256, 1, 2) and row["captions"] == refs[row["pair_id"]]
+    assert [r["after"].getpixel((0, 0))[1] for r in ds["test"]] == [6, 6, 6]
+    assert "re-hosted copy (`the_cauldron`)" in (tmp_path / "out" / "README.md").read_text()
