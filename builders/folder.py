@@ -6,6 +6,9 @@ optional (without them the dataset is for inference: every pair in one split, no
 CSV (one reference per row: ``image``, ``caption``; optional ``category`` and ``split``), JSON
 Lines (one pair per line: ``image``, ``captions`` or ``caption``, optional ``category`` and
 ``split``) or a Karpathy-style JSON (``{"images": [{"filename", "split", "sentences": [{"raw"}]}]}``).
+An optional ``label/`` folder holds ground-truth change masks under the same names (or the same
+stem with ``.png``): non-zero = changed (channel 0 of a colour label, as LEVIR-CD and LEVIR-MCI
+write theirs). They become ``idc-precompute masks``' columns with ``mask_source: annotation``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.building.rawio import read_json
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.errors import RawFormatError
-from idc_toolkit.schema import PairRecord, pair_features
+from idc_toolkit.schema import MASK_FEATURES, PairRecord, pair_features
 
 RAW_LAYOUT = """\
 RAW/
@@ -28,6 +31,7 @@ RAW/
   captions.csv    image,caption[,category][,split]        one reference per row   (optional:
   captions.jsonl  {"image", "captions" | "caption", ...}  one pair per line        one of the
   captions.json   {"images": [{"filename", "split", "sentences": [{"raw"}]}]}      three)
+  label/<name>    optional ground-truth change mask (non-zero = changed)
 """
 
 #: the caption files looked for in RAW, in this order (``captions=`` names another)
@@ -130,7 +134,23 @@ class FolderOfPairs(PairBuilder):
 
     def features(self):
         names = list(dict.fromkeys(r["category"] for r in self._rows() if r["category"]))
-        return pair_features(names or None, self.extra_features)
+        return pair_features(names or None, {**self.extra_features, **(MASK_FEATURES if self._labels() else {})})
+
+    def _labels(self) -> Optional[Path]:
+        folder = self.raw_dir / "label"
+        return folder if folder.is_dir() else None
+
+    def _label_columns(self, name: str, split: str, report: BuildReport) -> dict[str, Any]:
+        """The ground-truth mask columns of one pair (all None where its label is missing)."""
+        from idc_toolkit.building.labels import mask_columns, read_label
+
+        folder = self._labels()
+        path = next((p for p in (folder / name, folder / f"{Path(name).stem}.png") if p.is_file()), None)
+        if path is None:
+            report.note(split, str(folder), name, "no label: its mask columns are empty")
+            return {k: None for k in MASK_FEATURES}
+        arr = read_label(path.read_bytes())
+        return mask_columns((arr[..., 0] if arr.ndim == 3 else arr) > 0)
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         before, after = self._folders()
@@ -143,7 +163,8 @@ class FolderOfPairs(PairBuilder):
                 report.skip(split, str(source), row["record"], f"{after / name} does not exist")
                 continue
             yield PairRecord(pair_id=Path(name).stem, before=before / name, after=after / name, captions=row["captions"],
-                             category=row["category"], source=f"{source}#{row['record']}")
+                             category=row["category"], source=f"{source}#{row['record']}",
+                             extra=self._label_columns(name, split, report) if self._labels() else {})
 
     def summarize(self, report: BuildReport) -> None:
         before, _ = self._folders()

@@ -69,6 +69,27 @@ def test_a_folder_without_captions_is_a_dataset_to_caption(tmp_path):
     assert test["pair_id"] == ["p1", "p2"] and test["captions"] == [[], []]
 
 
+def test_label_masks_become_the_mask_columns_precompute_writes(tmp_path):
+    """label/ beside A/ + B/ (a JPEG pair's label is the PNG of the same stem); a pair without a
+    label keeps empty mask columns and is named in the report."""
+    import numpy as np
+
+    raw = tmp_path / "mine"
+    _pairs(raw, ["x.jpg", "y.jpg"], "A", "B")
+    (raw / "label").mkdir()
+    label = np.zeros((16, 24, 3), dtype=np.uint8)
+    label[2:6, 3:9, 0] = 255
+    Image.fromarray(label).save(raw / "label" / "x.png")
+    result = build_dataset(make_builder("folder", raw), tmp_path / "out", progress=False)
+    test = _load(result.out_dir, "test")
+    assert (np.asarray(test[0]["change_mask"]) > 0).sum() == 24 and test[0]["change_boxes"] == [[3.0, 2.0, 8.0, 5.0]]
+    assert test[0]["mask_source"] == "annotation" and test[1]["change_mask"] is None
+    assert any(p.record == "y.jpg" and "no label" in p.reason for p in result.report.problems)
+    from idc_toolkit.schema import MASK_FEATURES
+
+    assert all(test.features[k] == v for k, v in MASK_FEATURES.items())
+
+
 def test_karpathy_json_as_levir_cc_writes_it(tmp_path):
     raw = tmp_path / "mine"
     _pairs(raw, ["t_1.png", "v_1.png"], "A", "B")
