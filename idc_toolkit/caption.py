@@ -2,7 +2,9 @@
 
 The pair becomes a one-pair dataset (``idc-build folder``) in a scratch folder and is captioned
 by ``idc-eval --model``'s own generation (:func:`~idc_toolkit.models.generation.generate_predictions`),
-so the caption is the one ``idc-eval`` writes for the same pair, model and options."""
+so the caption is the one ``idc-eval`` writes for the same pair, model and options. DAVIR's
+prompt names the pair's change entities, which ``idc-precompute entities`` retrieves from a
+vocabulary of a dataset's training captions: for one pair they are given (``entities``)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,34 @@ from typing import Any, Optional
 from .errors import IDCError
 
 
+class GivenEntities:
+    """A column pass writing the same given entities into every row (the one pair's)."""
+
+    def __init__(self, entities: list[str]):
+        self.entities = entities
+
+    def __call__(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"entities": list(self.entities), "entity_scores": [0.0] * len(self.entities), "gt_entities": []}
+                for _ in rows]
+
+
+def _with_entities(dataset: Path, out: Path, entities: list[str]) -> Path:
+    from .runs import ColumnPass, run_column_pass
+    from .schema import ENTITY_FEATURES
+
+    spec = ColumnPass("entities", GivenEntities(entities), ENTITY_FEATURES, {"given_entities": entities},
+                      "Change entities given on the command line (idc-caption --entities).")
+    return run_column_pass(dataset, out, spec, progress=False).out_dir
+
+
 def caption(before: str | Path, after: str | Path, model: str, run: Any, options: Optional[dict[str, Any]] = None,
-            pair_style: str = "scene", mask: Optional[str | Path] = None) -> str:
+            pair_style: str = "scene", mask: Optional[str | Path] = None, entities: Optional[list[str]] = None) -> str:
     """The caption ``model`` gives the pair; ``run`` is a :class:`~idc_toolkit.models.args.GenerateArgs`
     (the checkpoint, device, dtype), ``options`` the runner's own; ``pair_style`` is the one-pair
     dataset's (``scene`` or ``edit``: what a prompt preset or BLIP2IDC's resize and blur follow
     where no option says). ``mask``: also write the toolkit's change mask of the pair there (PNG,
-    255 = changed)."""
+    255 = changed). ``entities``: the pair's change entities, for a model whose prompt names them
+    (DAVIR; e.g. those ``idc-precompute entities`` retrieved for the pair in a dataset)."""
     import json
     import shutil
 
@@ -30,10 +53,10 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
     from .models.registry import get_runner_class
 
     cls = get_runner_class(model)
-    if "entities" in cls.required_columns:
-        raise IDCError(f"--model {model} retrieves change entities from a vocabulary of a dataset's training captions, "
-                       "which one pair does not have: build a dataset (idc-build folder), add masks and entities "
-                       "(idc-precompute), then run idc-eval --model")
+    needs_entities = "entities" in cls.required_columns
+    if needs_entities and not entities:
+        raise IDCError(f"--model {model} prompts with the pair's change entities: pass --entities \"phrase, phrase\" "
+                       "(idc-precompute entities retrieves them from a dataset's caption vocabulary; one pair has none)")
     paths = [Path(before), Path(after)]
     for path in paths:
         if not path.is_file():
@@ -44,9 +67,12 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
         for side, path in zip(("before", "after"), paths):
             (raw / side).mkdir(parents=True)
             shutil.copyfile(path, raw / side / name)
-        built = build_dataset(make_builder("folder", raw, {"pair_style": pair_style}), Path(tmp) / "data", progress=False)
+        dataset = build_dataset(make_builder("folder", raw, {"pair_style": pair_style}), Path(tmp) / "data",
+                                progress=False).out_dir
+        if needs_entities:
+            dataset = _with_entities(dataset, Path(tmp) / "entities", list(entities or []))
         run.device = resolve_device(run.device)
-        out = generate_predictions(cls, run, dataset=str(built.out_dir), split="test", out_dir=Path(tmp) / "eval",
+        out = generate_predictions(cls, run, dataset=str(dataset), split="test", out_dir=Path(tmp) / "eval",
                                    options=options, progress=False)
         text = json.loads(out.read_text(encoding="utf-8").splitlines()[0])["caption"]
     if mask is not None:

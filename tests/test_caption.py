@@ -1,7 +1,7 @@
 """``idc-caption BEFORE AFTER``: one pair captioned by the runner idc-eval --model uses, so the
 caption equals the one idc-eval writes for that pair (a demo test pair, its images written out as
 PNG files: lossless), for a VLM and for BLIP2IDC with an adapter; ``--mask`` writes the toolkit's
-change mask; DAVIR, which needs a dataset's entity vocabulary, is refused in one line."""
+change mask; DAVIR with the pair's entities given, and refused in one line without them."""
 
 from __future__ import annotations
 
@@ -57,10 +57,25 @@ def test_one_pair_is_captioned_as_idc_eval_captions_it(model, pair, demo_dataset
     assert (written == compute_change_mask(Image.open(before).convert("RGB"), Image.open(after).convert("RGB")).mask).all()
 
 
-def test_davir_and_a_missing_image_are_refused_in_one_line(pair, tmp_path, capsys):
+def test_davir_with_the_entities_idc_eval_read_for_the_pair(pair, davir_dataset, tiny_models, tmp_path, capsys):
+    """DAVIR's prompt names the pair's entities: given as the dataset holds them, the caption is idc-eval's."""
+    from datasets import load_dataset
+
+    pid, before, after = pair
+    row = load_dataset(str(davir_dataset), split="test")[0]
+    assert row["pair_id"] == pid and row["entities"]
+    argv = ["--model", "davir", "--base-model", str(tiny_models("iblip")), "--device", "cpu", "--num-entities", "2"]
+    expected = _from_idc_eval(davir_dataset, tmp_path / "eval", argv)
+    capsys.readouterr()
+    assert caption_main([str(before), str(after), *argv, "--entities", ", ".join(row["entities"])]) == 0
+    assert capsys.readouterr().out == expected["caption"] + "\n"
+
+
+def test_davir_without_entities_and_a_missing_image_are_refused_in_one_line(pair, tmp_path, capsys):
     _, before, after = pair
     assert caption_main([str(before), str(after), "--model", "davir", "--base-model", "x"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("idc-caption: error: --model davir retrieves change entities") and "\n" not in err
+    assert err.startswith("idc-caption: error: --model davir prompts with the pair's change entities: pass --entities") \
+        and "\n" not in err
     assert caption_main([str(before), str(tmp_path / "nope.png"), "--model", "vlm", "--base-model", "x"]) == 1
     assert capsys.readouterr().err.strip() == f"idc-caption: error: {tmp_path / 'nope.png'}: no such image file"

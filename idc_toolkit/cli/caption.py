@@ -1,4 +1,4 @@
-"""``idc-caption BEFORE AFTER --model NAME --base-model M [--adapter A] [--mask OUT.png]``: caption
+"""``idc-caption BEFORE AFTER --model NAME --base-model M [--adapter A] [--mask OUT.png] [--entities E]``: caption
 one pair as ``idc-eval --model`` would (``--model NAME --help`` shows that model's options)."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ def make_parser(model: str | None = None):
     p.add_argument("--model", required=True, choices=MODELS.names(), help="the model (`--model NAME --help`: its options)")
     add_options(p, GenerateArgs, CHECKPOINT_FIELDS, required=("base_model",))
     p.add_argument("--mask", metavar="OUT.png", help="also write the toolkit's change mask of the pair (255 = changed)")
+    p.add_argument("--entities", metavar="PHRASES", help="the pair's change entities, comma-separated, for a model "
+                                                          "whose prompt names them (davir)")
     if model in MODELS:
         from ..models.registry import get_runner_class
 
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         quiet_model_loading()
         run = from_namespace(GenerateArgs, args, CHECKPOINT_FIELDS, batch_size=1)
         options = get_runner_class(args.model).options(args)
-        print(caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask))
+        entities = [e.strip() for e in args.entities.split(",") if e.strip()] if args.entities else None
+        print(caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask,
+                      entities))
         if args.mask:
             print(f"change mask: {args.mask}", file=sys.stderr)
         return 0
