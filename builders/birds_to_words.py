@@ -94,6 +94,8 @@ class BirdsToWords(PairBuilder):
         download="birds-to-words-v1.0.tsv from the repository; the photos from the URLs it lists (idc-build fetches them)",
         raw_layout=RAW_LAYOUT,
         citation=citations.BIRDS_TO_WORDS,
+        size="≈3.3k in all (paper)",
+        images_from="iNaturalist URLs, fetched by the builder",
         category_note="`img2Selection`: how the second photo was chosen for the first.",
     )
 

@@ -41,7 +41,8 @@ CHANGE_TYPES = CLEVR_CATEGORIES[:-1]  # every category but "distractor"
 
 @dataclass
 class ClevrChangeConfig(BuilderConfig):
-    #: also emit the no-change (``_n``, distractor) pair of every id
+    """``include_distractors``: also emit the no-change (``_n``, distractor) pair of every id."""
+
     include_distractors: bool = True
 
 
@@ -76,6 +77,8 @@ class ClevrChange(PairBuilder):
         download="clevr_change.tar.gz from the Google Drive link in the RobustChangeCaptioning README",
         raw_layout=RAW_LAYOUT,
         citation=citations.CLEVR_CHANGE,
+        size="67,660 / 3,976 / 7,970",
+        images_from="the release's archive (RCC README)",
         category_note=(
             "`color`, `material`, `add`, `drop`, `move` come from `type_mapping.json` (change pairs); "
             "`distractor` marks every `_n` pair (distractor-only, no semantic change)."

@@ -36,7 +36,8 @@ BLOCK = 8000
 
 @dataclass
 class ClevrDCConfig(BuilderConfig):
-    #: derive `category` from the 8,000-index action blocks (see module docstring)
+    """``categories``: derive ``category`` from the 8,000-index action blocks (see the module docstring)."""
+
     categories: bool = True
 
 
@@ -58,6 +59,8 @@ class ClevrDC(PairBuilder):
         download="captions.json and split.json from hsgkim/clevr-dc; bef.tar.gz and aft.tar.gz from the Google Drive links in its README",
         raw_layout=RAW_LAYOUT,
         citation=citations.CLEVR_DC,
+        size="40,800 / 2,400 / 4,800",
+        images_from="the release's archive",
         category_note=(
             "The release has no type file. Categories are derived from the index: the README generates "
             "8,000 scenes per action in the order color, texture (material), add, remove (drop), move, "

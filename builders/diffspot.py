@@ -90,6 +90,8 @@ class DiffSpot(PairBuilder):
         download="hf download tencent/DiffSpot --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=CITATION,
+        size="– / – / 4,400",
+        images_from="Hugging Face parquet",
         source_datasets=("extended|tencent/DiffSpot",),
         category_note="the first mutation's operator; `no_change` for the `no_diff` pairs.",
     )

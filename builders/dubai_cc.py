@@ -60,6 +60,8 @@ class DubaiCC(PairBuilder):
         download="DubaiCC500impair/datasetDubaiCCPublic/ from the authors' page (caption files and RGB tiles)",
         raw_layout=RAW_LAYOUT,
         citation=citations.DUBAI_CC,
+        size="300 / 50 / 150",
+        images_from="the authors' page (UniTN)",
     )
 
     def check_raw(self) -> None:

@@ -84,6 +84,8 @@ class EmuEdit(PairBuilder):
         download="hf download facebook/emu_edit_test_set_generations --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=citations.EMU_EDIT,
+        size="– / 3,589 / 2,022",
+        images_from="Hugging Face parquet",
         source_datasets=("extended|facebook/emu_edit_test_set_generations",),  # built from a copy of this Hub dataset
         category_note="`category` is the release's `task` column; the documented tasks come first, any other value found is appended.",
     )

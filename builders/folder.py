@@ -63,6 +63,8 @@ class FolderOfPairs(PairBuilder):
         download="(the user's own folder)",
         raw_layout=RAW_LAYOUT,
         citation="",
+        size="yours",
+        images_from="your folder",
     )
 
     def __init__(self, raw_dir: Path | str, config: Optional[BuilderConfig] = None):

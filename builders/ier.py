@@ -62,6 +62,8 @@ class ImageEditingRequest(PairBuilder):
         ),
         raw_layout=RAW_LAYOUT,
         citation=citations.IER,
+        size="3,061 / 383 / 495",
+        images_from="the release's image zip",
     )
 
     def _items(self, split: str) -> tuple[str, list]:

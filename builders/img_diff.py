@@ -84,6 +84,8 @@ class ImgDiff(PairBuilder):
         download="the JSON files and object_replacement.zip / object_removal.zip of https://huggingface.co/datasets/datajuicer/Img-Diff",
         raw_layout=RAW_LAYOUT,
         citation=citations.IMG_DIFF,
+        size="train only",
+        images_from="Hugging Face zips",
         category_note="`replacement` / `removal`: the annotation file a pair comes from.",
     )
 

@@ -63,6 +63,8 @@ class LevirCC(PairBuilder):
         download="LevirCCcaptions.json and images/ from the Google Drive / Baidu / Hugging Face links in the LEVIR-CC-Dataset README",
         raw_layout=RAW_LAYOUT,
         citation=citations.LEVIR_CC,
+        size="6,815 / 1,333 / 1,929",
+        images_from="Google Drive / Baidu / Hugging Face",
         category_note="`change` / `no_change` from the release's `changeflag` (1 / 0).",
     )
 

@@ -75,6 +75,7 @@ class LevirMCI(LevirCC):
         download="Levir-MCI-dataset from https://huggingface.co/datasets/lcybuaa/LEVIR-MCI (captions, images, labels)",
         raw_layout=RAW_LAYOUT,
         citation=citations.LEVIR_MCI + "\n\n" + citations.LEVIR_CC,
+        images_from="Hugging Face (lcybuaa/LEVIR-MCI)",
     )
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:

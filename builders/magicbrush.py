@@ -62,6 +62,8 @@ class MagicBrush(PairBuilder):
         download="hf download osunlp/MagicBrush --repo-type dataset --local-dir RAW",
         raw_layout=RAW_LAYOUT,
         citation=citations.MAGICBRUSH,
+        size="8,807 / 528 / –",
+        images_from="Hugging Face parquet",
         source_datasets=("extended|osunlp/MagicBrush",),  # built from a copy of this Hub dataset
     )
 

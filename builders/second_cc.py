@@ -87,6 +87,8 @@ class SecondCC(PairBuilder):
         download="SECOND_CC_dataset from the Google Drive link or Zenodo (doi:10.5281/zenodo.16937571) in the SecondCC README",
         raw_layout=RAW_LAYOUT,
         citation=citations.SECOND_CC,
+        size="6,041 in all",
+        images_from="Google Drive / Zenodo",
         category_note="`change` where either phase's semantic map labels a pixel, else `no_change`.",
     )
 

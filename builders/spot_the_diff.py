@@ -82,6 +82,8 @@ class SpotTheDiff(PairBuilder):
         ),
         raw_layout=RAW_LAYOUT,
         citation=citations.SPOT_THE_DIFF,
+        size="8,566 / 1,493 / 1,270",
+        images_from="the release's Google Drive zip (dead since 2025); Hub re-hosts with `rehost=`",
         personal_info=(
             "The images are frames of fixed surveillance cameras (the VIRAT video dataset) and show "
             "people in public places, who did not consent to this use; faces and vehicles may be "

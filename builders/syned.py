@@ -70,7 +70,8 @@ def clean_paraphrase(text: str) -> str:
 
 @dataclass
 class SynedConfig(BuilderConfig):
-    #: folder (relative to RAW) holding the Emu Edit generations copy
+    """``emu_dir``: the folder (relative to RAW) holding the Emu Edit generations copy."""
+
     emu_dir: str = "emu_edit"
 
 
@@ -106,6 +107,8 @@ class Syned(PairBuilder):
         ),
         raw_layout=RAW_LAYOUT,
         citation=citations.SYNED,
+        size="3,050 / 539 / 2,022",
+        images_from="Emu Edit's Hugging Face parquet",
         source_datasets=("extended|facebook/emu_edit_test_set_generations",),  # built from a copy of this Hub dataset
         category_note="`category` is the Emu Edit `task` of the row.",
     )

@@ -1,7 +1,7 @@
 """The docs' reference tables, generated from the code that defines them.
 
 ``python docs/tables.py`` rewrites every block between ``<!-- table:NAME -->`` and
-``<!-- /table:NAME -->`` in ``docs/*.md``; ``tests/test_docs_tables.py`` fails when one differs
+``<!-- /table:NAME -->`` in ``docs/*.md`` and the README; ``tests/test_docs_tables.py`` fails when one differs
 from what the code says (a parameter added, a default changed, a plug-in registered), so no
 table is typed twice.
 """
@@ -65,6 +65,38 @@ def datasets() -> str:
     return "\n".join(lines)
 
 
+def raw_layouts() -> str:
+    """Per builder: where to get the release, the layout it reads, its ``--config`` options."""
+    import inspect
+
+    from idc_toolkit.builders import BUILDERS
+
+    parts = []
+    for name in BUILDERS:
+        cls = BUILDERS.get(name)
+        card, config = cls.card, cls.config_class
+        options = [f"`{f.name}={getattr(config(), f.name)!s}`".replace("=`", "=''`") for f in fields(config)]
+        doc = " ".join(inspect.getdoc(config).split()) if options else ""
+        parts.append("\n".join([
+            f"### `{name}`: {card.pretty_name}", "",
+            f"Download: {card.download}.", "",
+            "```text", card.raw_layout.rstrip("\n"), "```",
+            *(["", f"`--config` {', '.join(options)}: {doc}"] if options else [])]))
+    return "\n\n".join(parts)
+
+
+def readme_datasets() -> str:
+    """The README's table: sizes as released, licence, where the images come from."""
+    from idc_toolkit.builders import BUILDERS
+
+    lines = [_row("`idc-build`", "release", "pairs (train / val / test)", "licence", "images from"), _row("---", "---", "---", "---", "---")]
+    for name in BUILDERS:
+        card = BUILDERS.get(name).card
+        lines.append(_row(f"`{name}`", f"[{card.pretty_name}]({card.homepage})" if card.homepage.startswith("http")
+                          else card.pretty_name, card.size, card.license, card.images_from))
+    return "\n".join(lines)
+
+
 def models() -> str:
     from idc_toolkit.models.registry import MODELS, get_runner_class, trainable_models
 
@@ -85,6 +117,7 @@ def training_defaults() -> str:
 
 
 TABLES = {"mask-params": mask_params, "protocols": protocols, "metrics": metrics, "datasets": datasets,
+          "readme-datasets": readme_datasets, "raw-layouts": raw_layouts,
           "models": models, "training-defaults": training_defaults}
 _BLOCK = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table:\2 -->)", re.S)
 
@@ -94,8 +127,13 @@ def render(text: str) -> str:
     return _BLOCK.sub(lambda m: m.group(1) + TABLES[m.group(2)]() + "\n" + m.group(4), text)
 
 
+def pages() -> list[Path]:
+    """Every page with generated tables: the docs and the README."""
+    return [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
+
+
 def main() -> int:
-    for page in sorted(DOCS.glob("*.md")):
+    for page in pages():
         text = page.read_text(encoding="utf-8")
         new = render(text)
         if new != text:

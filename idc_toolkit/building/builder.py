@@ -71,6 +71,10 @@ class CardMeta:
     source_datasets: tuple[str, ...] = ("original",)
     #: the card's "Personal and sensitive information" section; empty: nothing to declare
     personal_info: str = ""
+    #: pairs as released, "train / validation / test" (the README's dataset table)
+    size: str = ""
+    #: where the images come from, in a few words (the README's dataset table)
+    images_from: str = ""
 
 
 class PairBuilder:
