@@ -113,3 +113,14 @@ def check_file(path: Path | str, dataset: Optional[str] = None,
     warnings = [f"{path}: {len(empty)} empty caption(s), of id(s) {listed_ids(empty)}: scored as given "
                 "(--drop-empty-references drops them)"] if empty else []
     return problems, warnings, {"ids": len(ids), "captions": sum(ids.values())}
+
+
+def refuse_bad_file(path: Path | str) -> None:
+    """What every scoring run does before it starts: refuse a file with any of :func:`check_file`'s
+    problems, each on its own line (warnings are the scorer's to give)."""
+    from idc_toolkit.errors import EvaluationError
+
+    problems, _, _ = check_file(path)
+    if problems:
+        raise EvaluationError("\n".join(problems) + ("" if len(problems) == 1 else f"\n{path}: {len(problems)} problems "
+                                                                                   "(idc-eval check-references lists them)"))

@@ -12,6 +12,7 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import input_folder, output_folder, shown_uri
 
 from .args import CompareArgs, EvalArgs, ReferenceArgs
+from .check import refuse_bad_file
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
             raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
         refs = load_references_dataset(dataset, a.split, a.id_column, a.group_by, a.iou_column)
     else:
+        refuse_bad_file(a.references)
         refs = load_references_coco(a.references, a.categories)
     if a.groups:
         refs = apply_group_file(refs, a.groups)
@@ -53,6 +55,7 @@ def _source(predictions: Predictions) -> str:
 def _predictions(predictions: Predictions) -> dict[str, str]:
     if isinstance(predictions, Mapping):
         return {str(k): v for k, v in predictions.items()}
+    refuse_bad_file(predictions)
     return load_predictions(predictions)
 
 

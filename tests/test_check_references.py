@@ -38,6 +38,23 @@ def test_cards_reference_file_passes_and_a_corrupted_copy_names_the_byte(shared,
     assert f"{corrupted}: not JSON at byte 0 (line 1, column 1: Expecting value); it starts 'cc{{\"info\"" in err, err
 
 
+def test_a_scoring_run_refuses_the_corrupted_copy_before_it_starts(shared, tmp_path, capsys):
+    real = shared / "real_annotations" / CARD
+    if not real.is_file():
+        pytest.skip(f"{real} is absent (../shared beside the repository)")
+    corrupted = tmp_path / "refs.json"
+    corrupted.write_bytes(b"cc" + real.read_bytes())
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"000003.png": "a man left"}))
+    assert main(["--predictions", str(preds), "--references", str(corrupted), "--out", str(tmp_path / "eval")]) == 1
+    err = capsys.readouterr().err
+    assert f"{corrupted}: not JSON at byte 0 (line 1, column 1: Expecting value); it starts 'cc{{\"info\"" in err
+    assert not (tmp_path / "eval").exists()
+    preds.write_text('{"000003.png": "a", "000003.png": "b"}')
+    assert main(["--predictions", str(preds), "--references", str(real), "--out", str(tmp_path / "eval")]) == 1
+    assert "'000003.png' appear twice in one JSON object" in capsys.readouterr().err
+
+
 def test_every_problem_is_one_line(tmp_path, capsys):
     preds = tmp_path / "preds.json"
     preds.write_text('{"1": "a car left", "2": "", "3": 7, "1": "twice"}')

@@ -76,7 +76,7 @@ def test_malformed_predictions_name_the_file(tmp_path, demo_dataset, capsys):
     path = tmp_path / "p.json"
     path.write_text('{"a": "x",')
     assert main(["--predictions", str(path), "--dataset", str(demo_dataset), "--out", str(tmp_path / "e")]) == 1
-    assert "p.json: malformed JSON at line 1" in capsys.readouterr().err
+    assert "p.json: not JSON at byte 10 (line 1, column 11: Expecting property name" in capsys.readouterr().err
 
 
 def test_compare(demo_dataset, tmp_path, capsys):
