@@ -11,7 +11,7 @@
   (seeded here), and ``--drop-last-batch N`` reproduces its test loaders' ``drop_last=True``.
   This inflates no-change and total scores, so the output says it is not comparable with
   ``rcc`` numbers.
-* ``rsicc`` — RSICC's ``eval.py`` (LEVIR-CC papers): no PTB tokenizer; every caption becomes
+* ``rsicc`` — RSICC's ``eval.py`` (LEVIR-CC papers), with their S*m column: no PTB tokenizer; every caption becomes
   its lower-cased words mapped one-to-one to vocabulary ids, and BLEU / METEOR / ROUGE-L /
   CIDEr score those id strings (BLEU, ROUGE-L and CIDEr are unchanged by the mapping; METEOR is
   not: no stems, synonyms, paraphrases or function words — 0.1303 against 0.1091 on the DDLA
@@ -77,6 +77,8 @@ class Protocol:
     misfit: Optional[str] = None
     #: what this protocol's own grouping replaces, when it forms its groups itself (--groups etc. are refused)
     own_groups: ClassVar[Optional[str]] = None
+    #: columns its papers derive from the metrics: name -> the columns it averages
+    derived: ClassVar[dict[str, tuple[str, ...]]] = {}
     #: True: it reproduces a loader that drops the last partial batch (``--drop-last-batch``)
     takes_drop_last_batch: ClassVar[bool] = False
 
@@ -173,6 +175,11 @@ class RsiccProtocol(Protocol):
                         "groups from each pair's 2nd reference; change / no-change classification accuracy")
     comparable_with_rcc: bool = False
     own_groups: ClassVar[Optional[str]] = "change / no_change groups from each pair's 2nd reference"
+    derived: ClassVar[dict[str, tuple[str, ...]]] = {"S*m": ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")}
+    #: why S*m is read with care (said wherever it is computed)
+    S_M_NOTE: ClassVar[str] = ("S*m is the mean of BLEU-4, METEOR, ROUGE-L and CIDEr as the remote-sensing papers "
+                               "report it; CIDEr's scale (up to 10) is not the others' (up to 1), so CIDEr dominates it: "
+                               "compare S*m only with S*m; it has no bootstrap interval")
 
     @staticmethod
     def tokenize(texts: list[str]) -> list[str]:
@@ -190,6 +197,7 @@ class RsiccProtocol(Protocol):
                            f"(change {counts['change']} / no_change {counts['no_change']}) and ignored their own "
                            f"categories ({', '.join(own[:6])})")
             self.notes.append(self.misfit)
+        self.notes.append(self.S_M_NOTE)
         for name in ("change", "no_change"):
             if sum(c == name for c in refs.categories.values()) == 1:
                 self.notes.append(f"group {name!r} has a single pair: RSICC's CIDEr patch (ref_len = 1) is not "

@@ -47,6 +47,18 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
     return refs
 
 
+def add_derived(result: Any, derived: Mapping[str, tuple[str, ...]]) -> None:
+    """Each derived column (a protocol's, e.g. rsicc's S*m) as the mean of its columns, in every
+    group where all of them were computed; after the metrics in the tables."""
+    for name, parts in derived.items():
+        if not all(c in result.metrics for c in parts):
+            continue
+        for group in result.groups.values():
+            values = [group.scores.get(c) for c in parts]
+            group.scores[name] = None if None in values else sum(values) / len(values)
+        result.metrics = (*result.metrics, name)
+
+
 def _source(predictions: Predictions) -> str:
     """How a predictions argument is named in the outputs."""
     return "<in memory>" if isinstance(predictions, Mapping) else str(predictions)
@@ -138,6 +150,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
         preload_chart_libraries()
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed,
                           progress=progress, tokenize=proto.tokenize)
+    add_derived(result, proto.derived)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
     meta = build_meta(result, refs.source, refs.fingerprint,

@@ -177,6 +177,21 @@ def test_rsicc_groups_from_the_second_reference_and_classification_accuracy(tmp_
     assert m["by_category"]["change"]["n"] == 2 and m["by_category"]["no_change"]["n"] == 2
     acc = m["meta"]["protocol"]["classification_accuracy"]
     assert acc == {"change": 0.5, "no_change": 0.5, "overall": 0.5}  # a right, c wrong; b right, d wrong
+    assert "S*m" not in m["overall"]  # only where its four metrics were computed
+
+
+def test_rsicc_s_star_m_is_the_mean_of_its_four_metrics_with_its_caveat(tmp_path):
+    refs = {"a": ["the road was widened", "a road appears"], "b": ["nothing", "the scene is the same as before"],
+            "c": ["many houses are built", "a house was built"], "d": ["no change", "there is no difference"]}
+    preds = {"a": "a new road appears", "b": "the scene is the same as before", "c": "houses were built", "d": "no change"}
+    m = evaluate(preds, references=str(_coco(tmp_path, refs)), metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"],
+                 protocol="rsicc", out=str(tmp_path / "eval")).metrics
+    for group in (m["overall"], *m["by_category"].values()):
+        parts = [group[c] for c in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")]
+        assert group["S*m"] == pytest.approx(sum(parts) / 4)
+    assert any(w.startswith("S*m is the mean of BLEU-4, METEOR, ROUGE-L and CIDEr") for w in m["warnings"])
+    header = (tmp_path / "eval" / "metrics.md").read_text().split("\n")
+    assert any("| CIDEr | S*m |" in line for line in header)
 
 
 def test_a_caption_too_long_for_meteor_names_its_pair_before_the_jvm_starts(demo_dataset, monkeypatch):
