@@ -5,6 +5,7 @@
     idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]
     idc-eval lmms-tasks [--dataset TASK=PATH ...] [--out DIR]   (the lmms-eval task pack)
     idc-eval check-references FILE [--dataset DS [--split S]]   (every problem of a file, one line each)
+    idc-eval masks --dataset DS --reference COLUMN|FOLDER [--column C | --predicted FOLDER]   (masks against ground truth)
 
 Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
@@ -41,7 +42,8 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
                                   "score it. Subcommands: `idc-eval compare A B ...` (paired bootstrap test; "
                                   "`idc-eval compare --help`), `idc-eval check-references FILE` (every problem of a "
-                                  "reference or predictions file) and `idc-eval lmms-tasks` (the lmms-eval task pack).")
+                                  "reference or predictions file), `idc-eval masks` (change masks against ground truth) and "
+                                  "`idc-eval lmms-tasks` (the lmms-eval task pack).")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
     what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
@@ -140,6 +142,26 @@ def make_check_parser() -> argparse.ArgumentParser:
     return p
 
 
+def make_masks_parser() -> argparse.ArgumentParser:
+    from ..evaluators.masks import MaskEvalArgs
+    from ..options import add_options, cli_fields
+
+    p = common.parser("idc-eval masks", "Score change masks against ground truth: per-class IoU, mIoU, precision, "
+                                        "recall and F1, per category, as the change-detection papers do.")
+    add_options(p, MaskEvalArgs, cli_fields(MaskEvalArgs))
+    return p
+
+
+def run_masks(args) -> None:
+    from ..evaluators.masks import MaskEvalArgs, evaluate_masks, markdown
+    from ..options import from_namespace
+
+    out = evaluate_masks(from_namespace(MaskEvalArgs, args))
+    for note in out["notes"]:
+        log.warning("warning: %s", note)
+    print(markdown(out))
+
+
 def run_check(args) -> int:
     from ..evaluators.check import check_file
 
@@ -228,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
             args = make_check_parser().parse_args(argv[1:])
             common.setup_logging(args)
             return run_check(args)
+        if argv and argv[0] == "masks":
+            args = make_masks_parser().parse_args(argv[1:])
+            common.setup_logging(args)
+            run_masks(args)
+            return 0
         if argv and argv[0] == "lmms-tasks":
             args = make_lmms_parser().parse_args(argv[1:])
             common.setup_logging(args)
