@@ -22,8 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 from datasets import Value
 

@@ -12,10 +12,8 @@ anything changed; ``change_boxes``: one box per 8-connected region; ``mask_sourc
 
 from __future__ import annotations
 
-import io
-from typing import Iterator
-
 from dataclasses import replace
+from typing import Iterator
 
 from datasets import Image
 
