@@ -6,6 +6,7 @@
     idc-eval lmms-tasks [--dataset TASK=PATH ...] [--out DIR]   (the lmms-eval task pack)
     idc-eval check-references FILE [--dataset DS [--split S]]   (every problem of a file, one line each)
     idc-eval masks --dataset DS --reference COLUMN|FOLDER [--column C | --predicted FOLDER]   (masks against ground truth)
+    idc-eval leaderboard FILE... (--dataset DS | --references R) [--names ...] [--protocol P] [--out DIR]   (one table)
 
 Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
@@ -42,7 +43,8 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
                                   "score it. Subcommands: `idc-eval compare A B ...` (paired bootstrap test; "
                                   "`idc-eval compare --help`), `idc-eval check-references FILE` (every problem of a "
-                                  "reference or predictions file), `idc-eval masks` (change masks against ground truth) and "
+                                  "reference or predictions file), `idc-eval masks` (change masks against ground truth), "
+                                  "`idc-eval leaderboard FILE...` (several systems in one table) and "
                                   "`idc-eval lmms-tasks` (the lmms-eval task pack).")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
@@ -162,6 +164,25 @@ def run_masks(args) -> None:
     print(markdown(out))
 
 
+def make_leaderboard_parser() -> argparse.ArgumentParser:
+    from ..evaluators.leaderboard import LeaderboardArgs
+    from ..options import add_options, cli_fields
+
+    p = common.parser("idc-eval leaderboard", "Re-score several predictions files under one protocol and one "
+                                              "tokenization into one table (markdown, LaTeX, CSV).")
+    p.add_argument("files", nargs="+", help="predictions files (any format idc-eval reads)")
+    add_options(p, LeaderboardArgs, cli_fields(LeaderboardArgs))
+    return p
+
+
+def run_leaderboard(args) -> None:
+    from ..evaluators.leaderboard import LeaderboardArgs, leaderboard, tables
+    from ..options import from_namespace
+
+    out = leaderboard(args.files, from_namespace(LeaderboardArgs, args))
+    print(tables(out)[0], end="")
+
+
 def run_check(args) -> int:
     from ..evaluators.check import check_file
 
@@ -254,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
             args = make_masks_parser().parse_args(argv[1:])
             common.setup_logging(args)
             run_masks(args)
+            return 0
+        if argv and argv[0] == "leaderboard":
+            args = make_leaderboard_parser().parse_args(argv[1:])
+            common.setup_logging(args)
+            run_leaderboard(args)
             return 0
         if argv and argv[0] == "lmms-tasks":
             args = make_lmms_parser().parse_args(argv[1:])

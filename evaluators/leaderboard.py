@@ -1,0 +1,131 @@
+"""``idc-eval leaderboard``: several systems' predictions re-scored under one protocol and one
+tokenization into a single table (markdown, LaTeX, CSV), each row with its source, protocol,
+number of runs and the caveats that travel with it.
+
+Files given the same ``--names`` entry are runs of one system (seeds): their row holds the mean
+and, in brackets, the standard deviation across runs (ddof 1), the way papers that report seeds
+print them; each file is scored on its own first. Published predictions (the shared DDLA file)
+and the user's runs are treated alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.options import check_fields, option
+
+from .args import ReferenceArgs, _allow_missing, _metrics, _protocol_help, _protocol_names
+
+
+@dataclass
+class LeaderboardArgs(ReferenceArgs):
+    """``idc-eval leaderboard FILE...``: what every file is scored against, and how."""
+
+    names: Optional[list[str]] = option(None, "one row label per file (files sharing a label are runs of one "
+                                              "system: mean and sd); default: each file's name", nargs="+")
+    protocol: str = option("rcc", _protocol_help, choices=_protocol_names)
+    metrics: Optional[list[str]] = _metrics()
+    allow_missing: bool = _allow_missing()
+    out: Optional[str] = option(None, "folder for leaderboard.md, leaderboard.tex and leaderboard.csv")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+def _short_hash(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fields: Any) -> dict[str, Any]:
+    """Score every file (module docstring); returns ``{"columns", "rows"}`` and writes the tables under ``out``."""
+    from dataclasses import asdict
+
+    from idc_toolkit.metrics.registry import paper_columns
+
+    from .args import EvalArgs, ReferenceArgs as Ref
+    from .scoring import evaluate, load_references
+
+    a = args if args is not None else LeaderboardArgs(**fields)
+    if not files:
+        raise EvaluationError("give at least one predictions file")
+    names = a.names or [Path(f).stem if Path(f).name not in ("predictions.jsonl",) else Path(f).parent.name for f in files]
+    if len(names) != len(files):
+        raise EvaluationError(f"--names gives {len(names)} labels for {len(files)} files")
+    ref_fields = {k: v for k, v in asdict(a).items() if k in Ref.__dataclass_fields__}
+    refs = load_references(Ref(**ref_fields))
+    short = paper_columns()
+    scored: dict[str, list[dict[str, Any]]] = {}
+    for name, path in zip(names, files):
+        m = evaluate(path, EvalArgs(**ref_fields, protocol=a.protocol, metrics=a.metrics, allow_missing=a.allow_missing,
+                                    breakdown=False), refs=_copy(refs)).metrics
+        scored.setdefault(name, []).append({"file": path, "sha256": _short_hash(path), "metrics": m})
+    first = next(iter(scored.values()))[0]["metrics"]
+    columns = [c for c in (*short, "S*m") if c in first["overall"]]
+    rows = []
+    for name, runs in scored.items():
+        values = {c: [r["metrics"]["overall"][c] for r in runs] for c in columns}
+        caveats = list(dict.fromkeys(w for r in runs for w in r["metrics"]["warnings"]))
+        missing = sum(r["metrics"]["meta"]["n_missing"] for r in runs)
+        if missing:
+            caveats.insert(0, f"{missing} pair(s) without a prediction left out")
+        protocol = runs[0]["metrics"]["meta"]["protocol"]
+        if not protocol["comparable_with_rcc"]:
+            caveats.insert(0, f"protocol {protocol['name']}: not comparable with rcc-protocol numbers")
+        rows.append({"name": name, "runs": len(runs), "protocol": protocol["name"], "n": runs[0]["metrics"]["overall"]["n"],
+                     "mean": {c: statistics.fmean(v) for c, v in values.items()},
+                     "sd": {c: statistics.stdev(v) if len(v) > 1 else None for c, v in values.items()},
+                     "sources": [f"{r['file']} (sha256 {r['sha256']})" for r in runs], "caveats": caveats})
+    out = {"columns": columns, "short": {c: short.get(c, c) for c in columns}, "rows": rows,
+           "references": refs.source}
+    if a.out:
+        folder = Path(a.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        md, tex = tables(out)
+        (folder / "leaderboard.md").write_text(md)
+        (folder / "leaderboard.tex").write_text(tex)
+        (folder / "leaderboard.csv").write_text(to_csv(out))
+    return out
+
+
+def _copy(refs):
+    """References are regrouped by a protocol in place: each file gets its own copy."""
+    import copy
+
+    return copy.deepcopy(refs)
+
+
+def _cell(row: dict[str, Any], c: str) -> str:
+    sd = row["sd"][c]
+    return f"{100 * row['mean'][c]:.1f}" + (f" ({100 * sd:.1f})" if sd is not None else "")
+
+
+def tables(out: dict[str, Any]) -> tuple[str, str]:
+    """The markdown and LaTeX table: one row per system, the paper columns x100 (sd across runs)."""
+    from .layouts import RunLabel, _tables
+
+    header = ["system", "runs", "n", *(out["short"][c] for c in out["columns"]), "protocol"]
+    rows = [[r["name"], str(r["runs"]), str(r["n"]), *(_cell(r, c) for c in out["columns"]), r["protocol"]]
+            for r in out["rows"]]
+    caveats = "; ".join(f"{r['name']}: {', '.join(r['caveats'])}" for r in out["rows"] if r["caveats"])
+    caption = ("Every system re-scored by idc-toolkit against " + out["references"] + ", x100; (sd) across runs."
+               + (f" Caveats: {caveats}." if caveats else ""))
+    md, tex = _tables(header, rows, caption, RunLabel(), "leaderboard")
+    return md, tex
+
+
+def to_csv(out: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["system", "runs", "n", *out["columns"], *(f"{c} sd" for c in out["columns"]), "protocol", "sources", "caveats"])
+    for r in out["rows"]:
+        w.writerow([r["name"], r["runs"], r["n"], *(f"{100 * r['mean'][c]:.4f}" for c in out["columns"]),
+                    *("" if r["sd"][c] is None else f"{100 * r['sd'][c]:.4f}" for c in out["columns"]),
+                    r["protocol"], " | ".join(r["sources"]), " | ".join(r["caveats"])])
+    return buf.getvalue()
