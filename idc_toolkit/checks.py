@@ -44,6 +44,14 @@ def non_negative_int(option: str, value: Any) -> int:
     return _at_least(option, value, int, 0, strict=False)
 
 
+def each_non_negative_int(option: str, value: Any) -> Any:
+    """A non-negative int, or a list of them (an option taking several values is checked value
+    by value on the command line and as a whole in Python)."""
+    if isinstance(value, (list, tuple)):
+        return [non_negative_int(option, v) for v in value]
+    return non_negative_int(option, value)
+
+
 def positive_float(option: str, value: Any) -> float:
     return _at_least(option, value, float, 0.0, strict=True)
 

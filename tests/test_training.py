@@ -114,6 +114,20 @@ def test_off_a_terminal_progress_is_plain_lines_and_no_log_dicts(bases, demo_dat
     assert [line for line in err.splitlines() if line.startswith("[idc-train] step")][-1].startswith("[idc-train] step 2/2 (100%)")
 
 
+def test_seeds_train_one_run_each_into_the_parent_folder(bases, demo_dataset, tmp_path, capsys):
+    args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--out", str(tmp_path / "runs"), "--base-model",
+            str(bases["blip2idc"]), "--max-steps", "1", "--batch-size", "4", "--val-split", "", "--device", "cpu",
+            "--no-progress", "--report-to", "none", "--seeds", "3", "7"]
+    assert train_main(args) == 0
+    configs = [json.loads((tmp_path / "runs" / f"seed_{s}" / "train_config.json").read_text()) for s in (3, 7)]
+    assert [c["fingerprint"]["seed"] for c in configs] == [3, 7]
+    weights = [(tmp_path / "runs" / f"seed_{s}" / "adapter" / "adapter_model.safetensors").read_bytes() for s in (3, 7)]
+    assert weights[0] != weights[1]
+    assert "seed 7:" in capsys.readouterr().out
+    assert train_main([*args[:-3], "--seeds", "1", "1"]) == 1
+    assert "a seed is given twice" in capsys.readouterr().err
+
+
 def test_train_then_idc_eval_round_trip_and_other_settings_refused(bases, demo_dataset, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--out", str(out), "--base-model", str(bases["blip2idc"]),
@@ -348,16 +362,11 @@ def _attention_on_mask(run, base, dataset):
 
 
 def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tmp_path):
-    """idc-demo's setup (a tiny InstructBLIP whose LLM knows the captions), same seed: training
-    with lambda = 0.1 puts more of the vision encoder's attention on the change than lambda = 0."""
-    from datasets import load_dataset
+    """idc-demo's setup (its shipped pretrained InstructBLIP base), same seed: training with
+    lambda = 0.1 puts more of the vision encoder's attention on the change than lambda = 0."""
+    from idc_toolkit.demo.pretrain import BASES
 
-    from idc_toolkit.demo.models import save_demo_instructblip
-    from idc_toolkit.models.davir import PROMPT
-
-    rows = load_dataset(str(davir_dataset), split="train")
-    base = save_demo_instructblip(tmp_path / "base", [c for r in rows["captions"] for c in r if c],
-                                  [f"{PROMPT} Entity:", *(e for r in rows["entities"] for e in r)], steps=60)
+    base = BASES / "instructblip"
     shares = {}
     for lam in (0.0, 0.1):
         run = train(TrainArgs("davir", str(davir_dataset), tmp_path / f"run{lam}", base_model=str(base), epochs=8, batch_size=8,

@@ -38,21 +38,29 @@ def make_parser(model: str | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    import dataclasses
     import sys
 
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
         from ..options import from_namespace
-        from ..training import TrainArgs, train
+        from ..training import TrainArgs, train, train_seeds
 
         args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)
         from ..models.registry import get_recipe_class
 
         own = list(get_recipe_class(args.model).option_defaults())
-        result = train(from_namespace(TrainArgs, args, options={k: getattr(args, k) for k in own},
-                                      trainer_args=dict(args.trainer_args)))
+        targs = from_namespace(TrainArgs, args, options={k: getattr(args, k) for k in own},
+                               trainer_args=dict(args.trainer_args))
+        if targs.seeds and not targs.dry_run:
+            for seed, result in zip(targs.seeds, train_seeds(targs)):
+                print(f"seed {seed}: {common.shown_out(str(result.out), result.out)}: adapter {result.adapter}")
+            print("score each with idc-eval --model ... --adapter OUT/seed_<N>/adapter, then compare them with "
+                  "idc-eval leaderboard PREDICTIONS... --names (one label per system: mean and sd across seeds)")
+            return 0
+        result = train(targs if not targs.seeds else dataclasses.replace(targs, seeds=None))
         if result.estimate is not None:
             print(f"{args.model} ({result.settings.variant}) on {args.dataset}, batch {result.settings.batch_size}, "
                   f"base {result.settings.base_model}\n")

@@ -9,6 +9,6 @@
 
 from ..models.recipe import DatasetDefaults, Recipe, Settings
 from .args import TrainArgs
-from .train import TrainResult, resolve_settings, train
+from .train import TrainResult, resolve_settings, train, train_seeds
 
-__all__ = ["DatasetDefaults", "Recipe", "Settings", "TrainArgs", "TrainResult", "resolve_settings", "train"]
+__all__ = ["DatasetDefaults", "Recipe", "Settings", "TrainArgs", "TrainResult", "resolve_settings", "train", "train_seeds"]

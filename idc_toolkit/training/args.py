@@ -44,6 +44,9 @@ class TrainArgs:
                                       check=checks.positive_int)
     save_steps: Optional[int] = option(None, "checkpoint every N steps (default: every epoch)", check=checks.positive_int)
     seed: int = option(0, "seed of weights, order and reference draws", check=checks.non_negative_int)
+    seeds: Optional[list[int]] = option(None, "one run per seed, into OUT/seed_<N> (then idc-eval leaderboard with one "
+                                              "--names label for the runs: mean and sd across seeds)",
+                                        check=checks.each_non_negative_int, nargs="+", metavar="N")
     device: str = option("auto", "auto | cpu | cuda (ranks: torchrun / accelerate launch)")
     dtype: str = option("auto", "the frozen base's dtype; auto: bf16 on a GPU with bf16 (fp16 otherwise), float32 on CPU",
                         choices=("auto", "float32", "bfloat16", "float16"))

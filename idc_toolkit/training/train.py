@@ -220,6 +220,19 @@ def run_fields(settings: Settings, dataset: str, progress: bool = False) -> dict
             "toolkit": __version__}
 
 
+def train_seeds(args: TrainArgs, callbacks: Sequence[Any] = ()) -> list[TrainResult]:
+    """One run of ``args`` per seed of ``args.seeds``, each into ``<out>/seed_<N>`` (resumable
+    each, as :func:`train` is): the runs a paper reporting mean and sd across seeds trains."""
+    from dataclasses import replace
+
+    if not args.seeds:
+        raise IDCError("train_seeds needs seeds")
+    if len(set(args.seeds)) != len(args.seeds):
+        raise IDCError(f"--seeds {' '.join(map(str, args.seeds))}: a seed is given twice")
+    return [train(replace(args, seed=s, seeds=None, out=f"{str(args.out).rstrip('/')}/seed_{s}"), callbacks)
+            for s in args.seeds]
+
+
 def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train ``args.model``'s recipe on ``args.dataset`` into ``args.out`` (see the module
     docstring); ``callbacks`` are more ``transformers.TrainerCallback``s. ``args.dry_run``: check
@@ -233,6 +246,8 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
     from ..runs.folder import write_json_atomic
     from ..runs.ranks import barrier, dist_info
 
+    if args.seeds:
+        raise IDCError("seeds= trains one run per seed: call train_seeds (idc-train --seeds does)")
     recipe_cls = get_recipe_class(args.model)
     out = output_folder(args.out, IDCError)
     progress, push_to_hub = args.progress, args.push_to_hub

@@ -1,0 +1,344 @@
+"""The demo's base checkpoints: tiny BLIP-2 and InstructBLIP models pretrained on generated pairs.
+
+A tiny model with a random vision side cannot learn to describe a change in the few minutes the
+demo has: nothing in it sees the pair (the demo's earlier bases wrote one sentence for every
+pair). The real recipes start from checkpoints pretrained on millions of images; the demo's
+stand-ins are pretrained here, once, on pairs of the demo's generator drawn with other seeds
+than any demo dataset (``PRETRAIN_SEED``), and shipped in the package (``bases/``), so
+``idc-demo --with-model`` fine-tunes them with ``idc-train`` as a user fine-tunes a real base.
+
+* BLIP-2 (OPT) reads BLIP2IDC's stacked pair (before on top). Its vision encoder is told the
+  layout: position codes shared by the two halves, and one first-layer attention head that
+  brings each patch the content of the same place in the other half (set by hand, as the
+  comparison a pretrained encoder's features make easy); every weight is then trained.
+* InstructBLIP (Llama) reads DAVIR's input: each image through the encoder, both token
+  sequences to the Q-Former, the entity prompt (a random entity word, as the demo's random
+  CLIP gives) before the caption.
+
+Every weight of both is trained end to end, ``--steps`` steps of AdamW with a linear decay, on
+the caption loss plus, while pretraining only, what changed: small heads on the mean query output
+name the change type and the changed object's size, colour and shape (read from the first
+template of its captions, which names them all); the heads are not saved.
+``python -m idc_toolkit.demo.pretrain OUT`` rewrites them (seeded: the same weights on the same
+machine and versions); the shipped ones and how they score are in ``bases/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from .models import IMAGE_SIZE, word_tokenizer
+
+#: the generator's seed for pretraining pairs (no demo dataset is drawn with it) and for checking them
+PRETRAIN_SEED, CHECK_SEED = 101, 7
+PATCH = 8
+HIDDEN = 64
+#: where the shipped bases live (package data)
+BASES = Path(__file__).resolve().parent / "bases"
+
+
+def demo_vocabulary() -> list[str]:
+    """Every word a demo caption or DAVIR's prompt can hold (the generator's templates filled with
+    every value), in a fixed order."""
+    from ..models.davir import PROMPT
+    from .generator import CHANGE_TEMPLATES, COLORS, MATERIALS, NO_CHANGE_TEMPLATES, SHAPE_WORDS, SIZES
+    from .models import words_of
+
+    fillers = [*COLORS, *MATERIALS, *SIZES, *SHAPE_WORDS.values()]
+    texts = [re.sub(r"\{\w+\}", " ", t) for ts in CHANGE_TEMPLATES.values() for t in ts]
+    return words_of([*texts, *NO_CHANGE_TEMPLATES, " ".join(fillers), f"{PROMPT} Entity:"])
+
+
+def generated_pairs(n_per_type: int, seed: int) -> list[tuple]:
+    """``(before, after, captions, category)`` of ``n_per_type`` scenes per change type, each with its
+    distractor-only twin, as the demo release draws them."""
+    import numpy as np
+
+    from .generator import CHANGE_TYPES, NO_CHANGE_TEMPLATES, make_scene
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for change_type in CHANGE_TYPES:
+        for _ in range(n_per_type):
+            before, after, nsc, captions, _ = make_scene(0, change_type, 160, 120, rng)
+            out.append((before, after, captions, change_type))
+            out.append((before, nsc, list(rng.permutation(NO_CHANGE_TEMPLATES)[:3]), "distractor"))
+    return out
+
+
+def attribute_values() -> dict[str, tuple[str, ...]]:
+    """What the pretraining heads name (``none`` where a no-change pair has no object)."""
+    from .generator import CHANGE_TYPES, COLORS, SHAPE_WORDS, SIZES
+
+    return {"category": (*CHANGE_TYPES, "distractor"), "size": ("none", *SIZES), "color": ("none", *COLORS),
+            "shape": ("none", *SHAPE_WORDS.values())}
+
+
+def attribute_labels(captions: list[str], category: str) -> dict[str, int]:
+    """The heads' targets of one pair: the first change template names size, colour (the old one)
+    and shape; a no-change pair has none."""
+    values = attribute_values()
+    words = captions[0].split() if category != "distractor" else []
+    out = {"category": values["category"].index(category)}
+    for name in ("size", "color", "shape"):
+        out[name] = next((values[name].index(w) for w in words if w in values[name][1:]), 0)
+    return out
+
+
+def _half_positions(grid: int, dims: int):
+    """Sine / cosine codes of (row within its half, column): the two halves of a stacked pair share them."""
+    import torch
+
+    rows = torch.arange(grid) % (grid // 2)
+    r, c = torch.meshgrid(rows.float(), torch.arange(grid).float(), indexing="ij")
+    q = dims // 4
+    freq = 1.0 / (100 ** (torch.arange(q) / q))
+    code = torch.cat([torch.sin(r.flatten()[:, None] * freq), torch.cos(r.flatten()[:, None] * freq),
+                      torch.sin(c.flatten()[:, None] * freq), torch.cos(c.flatten()[:, None] * freq)], 1)
+    return torch.cat([torch.zeros(1, dims), code])  # the CLS token has none
+
+
+def tell_the_layout(vision_model, scale: float = 3.0) -> None:
+    """BLIP-2's encoder told the stacked layout (module docstring): dims 0-15 hold the shared
+    position code, 16-47 the patch content, and head 0 of the first layer, matching position codes,
+    writes the mean content of a patch and its twin in the other half into dims 48-63."""
+    import torch
+
+    grid = vision_model.config.image_size // vision_model.config.patch_size
+    emb = vision_model.embeddings
+    attn = vision_model.encoder.layers[0].self_attn
+    h = vision_model.config.hidden_size
+    with torch.no_grad():
+        pos = torch.zeros_like(emb.position_embedding)
+        pos[0, :, :16] = 2 * _half_positions(grid, 16)
+        emb.position_embedding.copy_(pos)
+        for rows in (slice(0, 16), slice(48, h)):
+            emb.patch_embedding.weight[rows] = 0
+            emb.patch_embedding.bias[rows] = 0
+        w = attn.qkv.weight
+        w[0:16] = 0
+        w[h:h + 16] = 0
+        w[2 * h:2 * h + 16] = 0
+        w[0:16, 0:16] = scale * torch.eye(16)
+        w[h:h + 16, 0:16] = scale * torch.eye(16)
+        w[2 * h:2 * h + 16, 16:32] = torch.eye(16)
+        if attn.qkv.bias is not None:
+            attn.qkv.bias[0:16] = 0
+            attn.qkv.bias[2 * h:2 * h + 16] = 0
+        p = attn.projection.weight
+        p[:, 0:16] = 0
+        p[48:h, :] = 0
+        p[48:h, 0:16] = torch.eye(16)
+        attn.projection.bias[48:h] = 0
+
+
+def blip2_base(seed: int = 0):
+    """The untrained BLIP-2 OPT stand-in and its processor."""
+    import torch
+    from transformers import (Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, Blip2QFormerConfig,
+                              Blip2VisionConfig, BlipImageProcessor, OPTConfig)
+
+    tok = word_tokenizer(demo_vocabulary(), "opt")
+    proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+                          tokenizer=tok, num_query_tokens=8)
+    layer = dict(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4)
+    cfg = Blip2Config(
+        vision_config=Blip2VisionConfig(**layer, image_size=IMAGE_SIZE, patch_size=PATCH, initializer_range=0.02).to_dict(),
+        qformer_config=Blip2QFormerConfig(**layer, encoder_hidden_size=HIDDEN, cross_attention_frequency=1).to_dict(),
+        text_config=OPTConfig(vocab_size=len(tok) + 2, hidden_size=HIDDEN, ffn_dim=2 * HIDDEN, num_hidden_layers=2,
+                              num_attention_heads=4, word_embed_proj_dim=HIDDEN, max_position_embeddings=128,
+                              bos_token_id=2, eos_token_id=2, pad_token_id=1).to_dict(),
+        num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
+    torch.manual_seed(seed)
+    model = Blip2ForConditionalGeneration(cfg)
+    with torch.no_grad():  # LAVIS draws the query tokens (transformers zeroes them: identical queries stay identical)
+        model.query_tokens.normal_(0.0, cfg.qformer_config.initializer_range)
+    tell_the_layout(model.vision_model)
+    return model, proc
+
+
+def instructblip_base(seed: int = 0):
+    """The untrained InstructBLIP Vicuna stand-in and its processor."""
+    import torch
+    from transformers import (BertTokenizer, BlipImageProcessor, InstructBlipConfig, InstructBlipForConditionalGeneration,
+                              InstructBlipProcessor, InstructBlipQFormerConfig, InstructBlipVisionConfig, LlamaConfig)
+
+    words = demo_vocabulary()
+    tok = word_tokenizer(words, "llama")
+    qtok = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(w.lower() for w in words)]))})
+    proc = InstructBlipProcessor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+                                 tokenizer=tok, qformer_tokenizer=qtok, num_query_tokens=8)
+    layer = dict(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4)
+    cfg = InstructBlipConfig(
+        vision_config=InstructBlipVisionConfig(**layer, image_size=IMAGE_SIZE, patch_size=PATCH,
+                                               initializer_range=0.02).to_dict(),
+        qformer_config=InstructBlipQFormerConfig(**layer, vocab_size=len(qtok), encoder_hidden_size=HIDDEN,
+                                                 max_position_embeddings=128, cross_attention_frequency=1).to_dict(),
+        text_config=LlamaConfig(vocab_size=len(tok) + 2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
+                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                max_position_embeddings=256, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                pad_token_id=None).to_dict(),
+        num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
+    torch.manual_seed(seed)
+    model = InstructBlipForConditionalGeneration(cfg)
+    with torch.no_grad():
+        model.query_tokens.normal_(0.0, cfg.qformer_config.initializer_range)
+    return model, proc
+
+
+class Kind:
+    """How one base reads a pair and is asked for its caption (the recipe's input, built here
+    with the same helpers so the pretrained base fits what idc-train and idc-eval give it)."""
+
+    def __init__(self, name: str, model, proc):
+        self.name, self.model, self.proc = name, model, proc
+        self.tok = proc.tokenizer
+        if self.tok.pad_token is None:
+            self.tok.pad_token = self.tok.unk_token
+        self.n_query, self.image_token = model.config.num_query_tokens, model.config.image_token_index
+        if name == "davir":
+            from ..models.davir import pair_forward
+
+            pair_forward(model.vision_model)
+
+    def pixels(self, pairs):
+        import torch
+
+        from ..models.pairs import stacked_pair
+
+        ip = self.proc.image_processor
+        if self.name == "blip2idc":
+            return ip([stacked_pair(b, a) for b, a, *_ in pairs], return_tensors="pt")["pixel_values"]
+        return torch.cat([ip([p[0] for p in pairs], return_tensors="pt")["pixel_values"],
+                          ip([p[1] for p in pairs], return_tensors="pt")["pixel_values"]], dim=1)
+
+    def prompt(self, rng: random.Random) -> str:
+        if self.name == "blip2idc":
+            return ""
+        from ..models.davir import build_prompt
+
+        nouns = [w for w in demo_vocabulary() if w.isalpha() and w.islower()]
+        return build_prompt([rng.choice(nouns)], 1)
+
+    def batch(self, pixels, captions: list[str], prompts: list[str]):
+        import torch
+
+        rows, prefix_lens = [], []
+        for caption, prompt in zip(captions, prompts):
+            prefix = [self.image_token] * self.n_query + self.tok(prompt, add_special_tokens=True)["input_ids"]
+            rows.append(prefix + self.tok(caption, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id])
+            prefix_lens.append(len(prefix))
+        width = max(map(len, rows))
+        pad = self.tok.pad_token_id
+        ids = torch.full((len(rows), width), pad)
+        labels = torch.full((len(rows), width), -100)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, (row, n) in enumerate(zip(rows, prefix_lens)):
+            ids[i, :len(row)] = torch.tensor(row)
+            labels[i, n:len(row)] = torch.tensor(row[n:])
+            mask[i, :len(row)] = 1
+        out = {"input_ids": ids, "attention_mask": mask, "pixel_values": pixels, "labels": labels}
+        if self.name == "davir":
+            q = self.proc.qformer_tokenizer(prompts, return_tensors="pt", padding=True)
+            out.update(qformer_input_ids=q["input_ids"], qformer_attention_mask=q["attention_mask"])
+        return out
+
+    def captions(self, pairs, pixels, prompts: list[str]) -> list[str]:
+        import torch
+
+        self.model.eval()
+        side, self.tok.padding_side = self.tok.padding_side, "left"
+        try:
+            if self.name == "blip2idc":
+                with torch.no_grad():
+                    out = self.model.generate(pixel_values=pixels, max_new_tokens=20, do_sample=False)
+                texts = self.tok.batch_decode(out, skip_special_tokens=True)
+            else:
+                # the processor writes the image slots for the images it is given (here: the befores)
+                enc = self.proc(images=[p[0] for p in pairs], text=prompts, return_tensors="pt", padding=True)
+                enc["pixel_values"] = pixels
+                with torch.no_grad():
+                    out = self.model.generate(**enc, max_new_tokens=20, do_sample=False)
+                texts = self.tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        finally:
+            self.tok.padding_side = side
+        self.model.train()
+        return [t.strip() for t in texts]
+
+
+def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int = 0, lr: float = 1e-3,
+             check_every: Optional[int] = None, aux_weight: float = 1.0, log=print) -> Path:
+    """Pretrain the ``blip2idc`` (BLIP-2) or ``davir`` (InstructBLIP) stand-in and save it to ``out``."""
+    import torch
+
+    torch.manual_seed(seed)
+    model, proc = blip2_base(seed) if name == "blip2idc" else instructblip_base(seed)
+    kind = Kind(name, model, proc)
+    heads = torch.nn.ModuleDict({k: torch.nn.Linear(HIDDEN, len(v)) for k, v in attribute_values().items()})
+    rng = random.Random(seed)
+    started = time.time()
+    pairs = generated_pairs(n_per_type, PRETRAIN_SEED)
+    check = generated_pairs(8, CHECK_SEED)
+    pixels, check_pixels = kind.pixels(pairs), kind.pixels(check)
+    targets = {k: torch.tensor([attribute_labels(p[2], p[3])[k] for p in pairs]) for k in heads}
+    log(f"{name}: {len(pairs)} generated pairs (seed {PRETRAIN_SEED}), {steps} steps")
+    opt = torch.optim.AdamW([*model.parameters(), *heads.parameters()], lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - s / steps)
+    model.train()
+    for step in range(1, steps + 1):
+        idx = [rng.randrange(len(pairs)) for _ in range(32)]
+        prompts = [kind.prompt(rng) for _ in idx]
+        output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], prompts))
+        queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
+        aux = sum(torch.nn.functional.cross_entropy(head(queries), targets[k][idx]) for k, head in heads.items())
+        loss = output.loss + aux_weight * aux
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        schedule.step()
+        if check_every and (step % check_every == 0 or step == steps):
+            got = []
+            for k in range(0, len(check), 40):
+                got += kind.captions(check[k:k + 40], check_pixels[k:k + 40],
+                                     [kind.prompt(random.Random(k)) for _ in check[k:k + 40]])
+            log(f"{name} step {step}: caption loss {output.loss.item():.3f}, heads {aux.item():.3f}, "
+                f"{len(set(got))} distinct captions of {len(got)}, "
+                f"{time.time() - started:.0f} s")
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    proc.save_pretrained(out)
+    (out / "pretraining.json").write_text(json.dumps({"steps": steps, "pairs": len(pairs), "generator_seed": PRETRAIN_SEED,
+                                                      "seed": seed, "lr": lr, "aux_weight": aux_weight,
+                                                      "seconds": round(time.time() - started)},
+                                                     indent=1) + "\n")
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m idc_toolkit.demo.pretrain", description=__doc__.split("\n\n")[0])
+    p.add_argument("out", nargs="?", default=str(BASES), help="folder for blip2/ and instructblip/ (default: the shipped ones)")
+    p.add_argument("--steps", type=int, default=9000)
+    p.add_argument("--only", choices=("blip2idc", "davir"), help="pretrain one of the two")
+    p.add_argument("--check-every", type=int, default=1000, help="caption the check pairs every N steps")
+    p.add_argument("--aux-weight", type=float, default=1.0, help="weight of the what-changed heads' loss (0: captions only)")
+    args = p.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    for name, folder in (("blip2idc", "blip2"), ("davir", "instructblip")):
+        if args.only in (None, name):
+            pretrain(name, Path(args.out) / folder, args.steps, check_every=args.check_every, aux_weight=args.aux_weight)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
