@@ -18,7 +18,7 @@ from conftest import make_emu_edit
 
 def test_every_builder_declares_its_pair_style_and_categories():
     edit = {name for name, cls in BUILDERS.items() if cls.pair_style == "edit"}
-    assert edit == {"ier", "emu_edit", "syned", "magicbrush"}
+    assert edit == {"ier", "emu_edit", "syned", "magicbrush", "img_diff"}  # an editor made the after image
     assert BUILDERS["levir_cc"](".").facts().no_change_categories == ("no_change",)
     assert BUILDERS["spot_the_diff"](".").facts().categories is None
 

@@ -282,7 +282,8 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     torch.manual_seed(seed)
     model, proc = blip2_base(seed) if name == "blip2idc" else instructblip_base(seed)
     kind = Kind(name, model, proc)
-    heads = torch.nn.ModuleDict({k: torch.nn.Linear(HIDDEN, len(v)) for k, v in attribute_values().items()})
+    heads = torch.nn.ModuleDict({k: torch.nn.Linear(HIDDEN, len(v)) for k, v in attribute_values().items()}
+                                if aux_weight > 0 else {})
     rng = random.Random(seed)
     started = time.time()
     pairs = generated_pairs(n_per_type, PRETRAIN_SEED)
@@ -297,9 +298,11 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
         idx = [rng.randrange(len(pairs)) for _ in range(32)]
         prompts = [kind.prompt(rng) for _ in idx]
         output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], prompts))
-        queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
-        aux = sum(torch.nn.functional.cross_entropy(head(queries), targets[k][idx]) for k, head in heads.items())
-        loss = output.loss + aux_weight * aux
+        loss = output.loss
+        if heads:
+            queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
+            aux = sum(torch.nn.functional.cross_entropy(head(queries), targets[k][idx]) for k, head in heads.items())
+            loss = loss + aux_weight * aux
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -309,7 +312,8 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
             for k in range(0, len(check), 40):
                 got += kind.captions(check[k:k + 40], check_pixels[k:k + 40],
                                      [kind.prompt(random.Random(k)) for _ in check[k:k + 40]])
-            log(f"{name} step {step}: caption loss {output.loss.item():.3f}, heads {aux.item():.3f}, "
+            log(f"{name} step {step}: caption loss {output.loss.item():.3f}"
+                + (f", heads {aux.item():.3f}" if heads else "") + ", "
                 f"{len(set(got))} distinct captions of {len(got)}, "
                 f"{time.time() - started:.0f} s")
     model.eval()
