@@ -362,15 +362,19 @@ def _attention_on_mask(run, base, dataset):
 
 
 def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tmp_path):
-    """idc-demo's setup (its shipped pretrained InstructBLIP base), same seed: training with
-    lambda = 0.1 puts more of the vision encoder's attention on the change than lambda = 0."""
-    from idc_toolkit.demo.pretrain import BASES
+    """The demo's InstructBLIP stand-in before pretraining (idc_toolkit.demo.pretrain), same seed:
+    training with lambda = 0.1 puts more of the vision encoder's attention on the change than
+    lambda = 0."""
+    from idc_toolkit.demo.pretrain import instructblip_base
 
-    base = BASES / "instructblip"
+    model, processor = instructblip_base(0)
+    base = tmp_path / "base"
+    model.save_pretrained(base)
+    processor.save_pretrained(base)
     shares = {}
     for lam in (0.0, 0.1):
         run = train(TrainArgs("davir", str(davir_dataset), tmp_path / f"run{lam}", base_model=str(base), epochs=8, batch_size=8,
                     lr=5e-3, val_split=None, device="cpu", progress=False, report_to="none", seed=0,
                     options={"fac_weight": lam, "fac_reading": "normalised"}))
         shares[lam] = _attention_on_mask(run, base, davir_dataset)
-    assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0665 -> 0.0755 (x1.14; 0.0760 -> 0.0845 on the masks before pipeline revision 2)
+    assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0642 -> 0.0753 (x1.17)

@@ -27,16 +27,17 @@ def difference_features(rows) -> np.ndarray:
     return np.stack([np.abs(_gray(r["after"]) - _gray(r["before"])).ravel() for r in rows])
 
 
-def nearest_neighbour_predictions(train_rows, test_rows) -> dict[str, str]:
+def nearest_neighbour_predictions(train_rows, val_rows) -> dict[str, str]:
     train_feats = difference_features(train_rows)
-    test_feats = difference_features(test_rows)
+    test_feats = difference_features(val_rows)
     dists = ((test_feats[:, None, :] - train_feats[None, :, :]) ** 2).sum(-1)
     nearest = dists.argmin(axis=1)
-    return {row["pair_id"]: train_rows[int(j)]["captions"][0] for row, j in zip(test_rows, nearest)}
+    return {row["pair_id"]: train_rows[int(j)]["captions"][0] for row, j in zip(val_rows, nearest)}
 
 
-def best_constant_caption(train_rows, test_rows, candidates: int = 50) -> tuple[str, float]:
-    """The train caption that, written for every test pair, has the highest CIDEr-D: the
+def best_constant_caption(train_rows, val_rows, candidates: int = 50) -> tuple[str, float]:
+    """The train caption that, written for every pair of ``val_rows`` (the validation split: it is
+    chosen there and reported on the test split), has the highest CIDEr-D, and that CIDEr: the
     ``candidates`` most frequent train captions are tried (a constant caption scores by being
     common), each scored as its own coco-caption evaluation in one pass of the scorer."""
     from collections import Counter
@@ -47,9 +48,9 @@ def best_constant_caption(train_rows, test_rows, candidates: int = 50) -> tuple[
     tried = [c for c, _ in counts.most_common(candidates)]
     hypotheses, references, groups = {}, {}, {}
     for k, caption in enumerate(tried):
-        ids = [f"{k}|{row['pair_id']}" for row in test_rows]
+        ids = [f"{k}|{row['pair_id']}" for row in val_rows]
         hypotheses.update(dict.fromkeys(ids, caption))
-        references.update({i: row["captions"] for i, row in zip(ids, test_rows)})
+        references.update({i: row["captions"] for i, row in zip(ids, val_rows)})
         groups[str(k)] = ids
     result = score_groups(hypotheses, references, groups, ["CIDEr"])
     best = max(range(len(tried)), key=lambda k: result.groups[str(k)].scores["CIDEr"])

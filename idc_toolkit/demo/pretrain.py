@@ -19,8 +19,8 @@ Every weight of both is trained end to end, ``--steps`` steps of AdamW with a li
 the caption loss plus, while pretraining only, what changed: small heads on the mean query output
 name the change type and the changed object's size, colour and shape (read from the first
 template of its captions, which names them all); the heads are not saved.
-``python -m idc_toolkit.demo.pretrain OUT`` rewrites them (seeded: the same weights on the same
-machine and versions); the shipped ones and how they score are in ``bases/README.md``.
+``python -m idc_toolkit.demo.pretrain OUT`` rewrites them (seeded); the commands that made the
+shipped ones, their cost and how they score are in ``bases/README.md``.
 """
 
 from __future__ import annotations
@@ -275,12 +275,20 @@ class Kind:
 
 
 def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int = 0, lr: float = 1e-3,
-             check_every: Optional[int] = None, aux_weight: float = 1.0, log=print) -> Path:
-    """Pretrain the ``blip2idc`` (BLIP-2) or ``davir`` (InstructBLIP) stand-in and save it to ``out``."""
+             check_every: Optional[int] = None, aux_weight: float = 1.0, start: Optional[Path] = None, log=print) -> Path:
+    """Pretrain the ``blip2idc`` (BLIP-2) or ``davir`` (InstructBLIP) stand-in and save it to ``out``;
+    ``start``: continue from a base saved before (its pretraining record is kept, this run appended)."""
     import torch
 
     torch.manual_seed(seed)
     model, proc = blip2_base(seed) if name == "blip2idc" else instructblip_base(seed)
+    earlier: list = []
+    if start is not None:
+        from safetensors.torch import load_file
+
+        model.load_state_dict(load_file(str(Path(start) / "model.safetensors")))
+        record = json.loads((Path(start) / "pretraining.json").read_text())
+        earlier = record if isinstance(record, list) else [record]
     kind = Kind(name, model, proc)
     heads = torch.nn.ModuleDict({k: torch.nn.Linear(HIDDEN, len(v)) for k, v in attribute_values().items()}
                                 if aux_weight > 0 else {})
@@ -320,10 +328,9 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     proc.save_pretrained(out)
-    (out / "pretraining.json").write_text(json.dumps({"steps": steps, "pairs": len(pairs), "generator_seed": PRETRAIN_SEED,
-                                                      "seed": seed, "lr": lr, "aux_weight": aux_weight,
-                                                      "seconds": round(time.time() - started)},
-                                                     indent=1) + "\n")
+    this = {"steps": steps, "pairs": len(pairs), "generator_seed": PRETRAIN_SEED, "seed": seed, "lr": lr,
+            "aux_weight": aux_weight, "threads": torch.get_num_threads(), "seconds": round(time.time() - started)}
+    (out / "pretraining.json").write_text(json.dumps([*earlier, this] if earlier else this, indent=1) + "\n")
     return out
 
 
@@ -334,13 +341,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--only", choices=("blip2idc", "davir"), help="pretrain one of the two")
     p.add_argument("--check-every", type=int, default=1000, help="caption the check pairs every N steps")
     p.add_argument("--aux-weight", type=float, default=1.0, help="weight of the what-changed heads' loss (0: captions only)")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (decays linearly to 0)")
+    p.add_argument("--start", help="continue from the base in this folder (blip2/ or instructblip/ under it)")
     args = p.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     for name, folder in (("blip2idc", "blip2"), ("davir", "instructblip")):
         if args.only in (None, name):
-            pretrain(name, Path(args.out) / folder, args.steps, check_every=args.check_every, aux_weight=args.aux_weight)
+            pretrain(name, Path(args.out) / folder, args.steps, lr=args.lr, check_every=args.check_every,
+                     aux_weight=args.aux_weight, start=Path(args.start) / folder if args.start else None)
     return 0
 
 
