@@ -258,34 +258,22 @@ def run_model(args) -> None:
     run_score(args)
 
 
+#: ``idc-eval NAME ...`` -> (its parser, what runs it: an exit code, or anything else for 0)
+SUBCOMMANDS = {"compare": (make_compare_parser, run_compare), "check-references": (make_check_parser, run_check),
+               "masks": (make_masks_parser, run_masks), "leaderboard": (make_leaderboard_parser, run_leaderboard),
+               "lmms-tasks": (make_lmms_parser, run_lmms_tasks)}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
-        if argv and argv[0] == "compare":
-            args = make_compare_parser().parse_args(argv[1:])
+        if argv and argv[0] in SUBCOMMANDS:
+            make, run = SUBCOMMANDS[argv[0]]
+            args = make().parse_args(argv[1:])
             common.setup_logging(args)
-            run_compare(args)
-            return 0
-        if argv and argv[0] == "check-references":
-            args = make_check_parser().parse_args(argv[1:])
-            common.setup_logging(args)
-            return run_check(args)
-        if argv and argv[0] == "masks":
-            args = make_masks_parser().parse_args(argv[1:])
-            common.setup_logging(args)
-            run_masks(args)
-            return 0
-        if argv and argv[0] == "leaderboard":
-            args = make_leaderboard_parser().parse_args(argv[1:])
-            common.setup_logging(args)
-            run_leaderboard(args)
-            return 0
-        if argv and argv[0] == "lmms-tasks":
-            args = make_lmms_parser().parse_args(argv[1:])
-            common.setup_logging(args)
-            run_lmms_tasks(args)
-            return 0
+            code = run(args)
+            return code if isinstance(code, int) else 0
         args = make_parser(common.model_name(argv)).parse_args(argv)
         common.setup_logging(args)
         if args.model:
