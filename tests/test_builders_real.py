@@ -181,14 +181,23 @@ def test_spot_the_diff_images_from_hub_rehosts_matched_by_the_real_annotations(s
                                                         {"bytes": None, "path": f"mantis/imgs/{pid}_2.png"}],
                        "conversation": [{"role": "user", "content": "?"}, {"role": "assistant", "content": "(paraphrased)"}],
                        "source": "spot-the-diff"})
+    outside = tmp_path / "outside"  # a row whose image path leaves the copy is not read
+    outside.mkdir()
+    escaping = list(dict.fromkeys(str(it["img_id"]) for it in ann["train"]))[40]  # a pair no other row holds
+    for suffix in ("", "_2"):
+        (outside / f"{escaping}{suffix}.png").write_bytes(image_bytes(color=(9, 9, 9)))
+    mantis.append({"id": "escape", "images": [{"bytes": None, "path": f"../outside/{escaping}.png"},
+                                              {"bytes": None, "path": f"../outside/{escaping}_2.png"}],
+                   "conversation": [{"role": "user", "content": "?"}], "source": "spot-the-diff"})
     pq.write_table(pa.Table.from_pylist(mantis), rehost / "spot_the_diff/train-00001-of-00002.parquet")
 
     result = build_dataset(make_builder("spot_the_diff", raw, {"rehost": str(rehost)}), tmp_path / "out", progress=False)
     duplicates = {pid for pid in train_ids if sum(1 for q in refs if sorted(refs[q]) == sorted(refs[pid])) > 1}
-    assert "76" in duplicates
-    assert dict(result.report.rows) == {"train": 30 - len(duplicates), "test": 3}
+    assert "76" in duplicates and escaping not in duplicates
     c = result.report.counters
-    assert c["rehost_rows_matched"] == 30 - len(duplicates) + 3 and c["rehost_rows_unmatched"] == len(duplicates) + 1
+    assert c["rehost_rows_matched"] == 30 - len(duplicates) + 3 + 1 and c["rehost_rows_unmatched"] == len(duplicates) + 1
+    assert dict(result.report.rows) == {"train": 30 - len(duplicates), "test": 3}  # the escaping pair is not built
+    assert any(p.record == escaping and "inside the copy" in p.reason for p in result.report.problems)
     assert c["validation_pairs_not_in_rehost"] == 1493
     reasons = [p.reason for p in result.report.problems if p.action == "note"]
     assert any("fits" in r and "release pairs" in r for r in reasons) and any("states no release pair" in r for r in reasons)

@@ -40,12 +40,10 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     from ..models.registry import MODELS
     from ..options import add_options, cli_fields
 
+    subcommands = "; ".join(f"`idc-eval {name}`: {make().description.split(': ')[0].rstrip('.')}"
+                            for name, (make, _) in SUBCOMMANDS.items())
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
-                                  "score it. Subcommands: `idc-eval compare A B ...` (paired bootstrap test; "
-                                  "`idc-eval compare --help`), `idc-eval check-references FILE` (every problem of a "
-                                  "reference or predictions file), `idc-eval masks` (change masks against ground truth), "
-                                  "`idc-eval leaderboard FILE...` (several systems in one table) and "
-                                  "`idc-eval lmms-tasks` (the lmms-eval task pack).")
+                                  f"score it. Subcommands (each with --help): {subcommands}.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
     what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
