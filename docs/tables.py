@@ -85,6 +85,17 @@ def raw_layouts() -> str:
     return "\n\n".join(parts)
 
 
+def extra_columns() -> str:
+    """Every builder's columns beyond the schema's, from its ``extra_docs``."""
+    from idc_toolkit.builders import BUILDERS
+
+    lines = [_row("builder", "column", "what it holds"), _row("---", "---", "---")]
+    for name in BUILDERS:
+        for column, text in BUILDERS.get(name).extra_docs.items():
+            lines.append(_row(f"`{name}`", f"`{column}`", text))
+    return "\n".join(lines)
+
+
 def readme_datasets() -> str:
     """The README's table: sizes as released, licence, where the images come from."""
     from idc_toolkit.builders import BUILDERS
@@ -117,7 +128,7 @@ def training_defaults() -> str:
 
 
 TABLES = {"mask-params": mask_params, "protocols": protocols, "metrics": metrics, "datasets": datasets,
-          "readme-datasets": readme_datasets, "raw-layouts": raw_layouts,
+          "readme-datasets": readme_datasets, "raw-layouts": raw_layouts, "extra-columns": extra_columns,
           "models": models, "training-defaults": training_defaults}
 _BLOCK = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table:\2 -->)", re.S)
 
