@@ -134,3 +134,16 @@ def test_the_check_sees_a_cycle_and_an_upward_import():
     assert layer["cli"] > layer["facts"]
     modules = _modules()
     assert "idc_toolkit.card_data" in _imports("idc_toolkit.runs.rules", modules["idc_toolkit.runs.rules"], modules)
+
+
+def test_every_file_the_demo_loads_is_installed_package_data():
+    """A wheel holds a package's data files only where pyproject's package-data patterns name them
+    (``bases/*/*`` alone left out InstructBLIP's ``qformer_tokenizer/``)."""
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["idc_toolkit.demo"]
+    demo = REPO / "idc_toolkit" / "demo"
+    files = [p.relative_to(demo).as_posix() for p in (demo / "bases").rglob("*") if p.is_file() and p.name != "README.md"]
+    assert files and not [f for f in files if not any(fnmatch.fnmatchcase(f, pat) and f.count("/") == pat.count("/")
+                                                      for pat in patterns)]
