@@ -27,12 +27,12 @@ def difference_features(rows) -> np.ndarray:
     return np.stack([np.abs(_gray(r["after"]) - _gray(r["before"])).ravel() for r in rows])
 
 
-def nearest_neighbour_predictions(train_rows, val_rows) -> dict[str, str]:
+def nearest_neighbour_predictions(train_rows, test_rows) -> dict[str, str]:
     train_feats = difference_features(train_rows)
-    test_feats = difference_features(val_rows)
+    test_feats = difference_features(test_rows)
     dists = ((test_feats[:, None, :] - train_feats[None, :, :]) ** 2).sum(-1)
     nearest = dists.argmin(axis=1)
-    return {row["pair_id"]: train_rows[int(j)]["captions"][0] for row, j in zip(val_rows, nearest)}
+    return {row["pair_id"]: train_rows[int(j)]["captions"][0] for row, j in zip(test_rows, nearest)}
 
 
 def best_constant_caption(train_rows, val_rows, candidates: int = 50) -> tuple[str, float]:
