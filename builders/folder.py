@@ -144,15 +144,14 @@ class FolderOfPairs(PairBuilder):
 
     def _label_columns(self, name: str, split: str, report: BuildReport) -> dict[str, Any]:
         """The ground-truth mask columns of one pair (all None where its label is missing)."""
-        from idc_toolkit.building.labels import mask_columns, read_label
+        from idc_toolkit.building.labels import first_channel, mask_columns, read_label
 
         folder = self._labels()
         path = next((p for p in (folder / name, folder / f"{Path(name).stem}.png") if p.is_file()), None)
         if path is None:
             report.note(split, str(folder), name, "no label: its mask columns are empty")
             return {k: None for k in MASK_FEATURES}
-        arr = read_label(path.read_bytes())
-        return mask_columns((arr[..., 0] if arr.ndim == 3 else arr) > 0)
+        return mask_columns(first_channel(read_label(path.read_bytes())) > 0)
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         before, after = self._folders()

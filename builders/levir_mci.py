@@ -17,7 +17,7 @@ from typing import Iterator
 
 from datasets import Image
 
-from idc_toolkit.building.labels import mask_columns, png_cell, read_label
+from idc_toolkit.building.labels import first_channel, mask_columns, png_cell, read_label
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -44,8 +44,7 @@ def label_columns(data: bytes, where: str) -> dict:
     """The ground-truth columns of one label PNG (module docstring); refuses unknown values."""
     import numpy as np
 
-    arr = read_label(data)
-    channel = arr[..., 0] if arr.ndim == 3 else arr
+    channel = first_channel(read_label(data))
     unknown = sorted(set(np.unique(channel).tolist()) - set(LABEL_VALUES))
     if unknown:
         raise RawFormatError(where, f"label values {unknown[:5]} in channel 0; LEVIR-MCI labels hold only 0, 128 and 255")

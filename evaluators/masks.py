@@ -91,23 +91,19 @@ def _group(cms: np.ndarray, idx: list[int], names: tuple[str, ...], resamples: i
 
 
 def _array(cell: Any) -> Optional[np.ndarray]:
+    from idc_toolkit.building.labels import first_channel
     from idc_toolkit.runs.rows import decode_image
 
     if cell is None:
         return None
-    arr = np.asarray(decode_image(cell))
-    return arr[..., 0] if arr.ndim == 3 else arr
+    return first_channel(np.asarray(decode_image(cell)))
 
 
 def _from_folder(folder: Path, pid: str) -> Optional[np.ndarray]:
-    path = folder / f"{pid}.png"
-    if not path.is_file():
-        return None
-    from PIL import Image
+    from idc_toolkit.building.labels import first_channel, read_label
 
-    with Image.open(path) as img:
-        arr = np.asarray(img)
-    return arr[..., 0] if arr.ndim == 3 else arr
+    path = folder / f"{pid}.png"
+    return first_channel(read_label(path.read_bytes())) if path.is_file() else None
 
 
 def _fit(predicted: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -38,3 +38,9 @@ def read_label(data: bytes):
     from PIL import Image
 
     return np.asarray(Image.open(io.BytesIO(data)))
+
+
+def first_channel(array):
+    """A label's values: channel 0 of a colour label (as LEVIR-CD and LEVIR-MCI write theirs), the
+    one channel of a grey one."""
+    return array[..., 0] if array.ndim == 3 else array
