@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, caption_list, list_images
-from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.rawio import read_karpathy
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -75,10 +75,7 @@ class DubaiCC(PairBuilder):
 
     def _records(self, split: str) -> tuple[Path, list]:
         path = self.raw_dir / ANNOTATIONS / FILES[split]
-        data = read_json(path)
-        if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-            raise RawFormatError(path, "expected {\"images\": [...]} (Karpathy-style caption file)")
-        return path, data["images"]
+        return path, read_karpathy(path)
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:
         path, records = self._records(split)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
-from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.rawio import read_karpathy
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.errors import RawFormatError
 from idc_toolkit.schema import MASK_FEATURES, PairRecord, pair_features
@@ -222,11 +222,8 @@ def _jsonl_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _karpathy_rows(path: Path) -> list[dict[str, Any]]:
-    data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-        raise RawFormatError(path, "expected {\"images\": [...]} (Karpathy-style caption file)")
     rows = []
-    for i, img in enumerate(data["images"]):
+    for i, img in enumerate(read_karpathy(path)):
         record = f"images[{i}]"
         if not isinstance(img, dict):
             raise RawFormatError(path, "expected an object", record)

@@ -18,8 +18,7 @@ from datasets import Value
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder, list_images
 from idc_toolkit.cards import citations
-from idc_toolkit.errors import RawFormatError
-from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.rawio import read_karpathy
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.schema import PairRecord
 
@@ -70,15 +69,7 @@ class LevirCC(PairBuilder):
 
     def _images(self) -> list:
         if not hasattr(self, "_records"):
-            path = self.raw_dir / "LevirCCcaptions.json"
-            data = read_json(path)
-            if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-                raise RawFormatError(path, "expected {\"images\": [...]} (Karpathy-style caption file)")
-            for i, img in enumerate(data["images"]):
-                split = img.get("split") if isinstance(img, dict) else None
-                if split not in self.split_map:
-                    raise RawFormatError(path, f"unknown split value {split!r}; expected one of {sorted(self.split_map)}", f"images[{i}]")
-            self._records = data["images"]
+            self._records = read_karpathy(self.raw_dir / "LevirCCcaptions.json", self.split_map)
         return self._records
 
     def generate(self, split: str, report: BuildReport) -> Iterator[PairRecord]:

@@ -20,7 +20,7 @@ from datasets import Image
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.building.labels import mask_columns, png_cell, read_label
-from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.rawio import read_karpathy
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -99,14 +99,7 @@ class SecondCC(PairBuilder):
 
     def _records(self) -> list:
         if not hasattr(self, "_images"):
-            path = self.raw_dir / CAPTIONS
-            data = read_json(path)
-            if not isinstance(data, dict) or not isinstance(data.get("images"), list):
-                raise RawFormatError(path, "expected {\"images\": [...]} (Karpathy-style caption file)")
-            for i, img in enumerate(data["images"]):
-                if not isinstance(img, dict) or img.get("split") not in self.split_map:
-                    raise RawFormatError(path, f"split must be one of {sorted(self.split_map)}", f"images[{i}]")
-            self._images = data["images"]
+            self._images = read_karpathy(self.raw_dir / CAPTIONS, self.split_map)
         return self._images
 
     @staticmethod

@@ -18,7 +18,7 @@ import json
 import struct
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Container, Optional
 
 from PIL import Image as PILImage
 
@@ -47,6 +47,21 @@ def read_json(path: Path | str) -> Any:
         raise RawFormatError(
             path, f"malformed JSON at line {exc.lineno}, column {exc.colno} (char {exc.pos}): {exc.msg}"
         ) from None
+
+
+def read_karpathy(path: Path | str, splits: Optional[Container[str]] = None) -> list:
+    """The ``images`` records of a Karpathy-style caption file (``{"images": [{"filename", "split",
+    "sentences": [{"raw", "tokens"}]}]}``, as LEVIR-CC, Dubai-CC and SECOND-CC ship theirs); with
+    ``splits``, a record of any other split is refused, naming it."""
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise RawFormatError(path, "expected {\"images\": [...]} (Karpathy-style caption file)")
+    if splits is not None:
+        for i, img in enumerate(data["images"]):
+            split = img.get("split") if isinstance(img, dict) else None
+            if split not in splits:
+                raise RawFormatError(path, f"unknown split value {split!r}; expected one of {sorted(splits)}", f"images[{i}]")
+    return data["images"]
 
 
 def sniff_image_format(data: bytes) -> str | None:
