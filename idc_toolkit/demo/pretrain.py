@@ -195,83 +195,54 @@ def instructblip_base(seed: int = 0):
 
 
 class Kind:
-    """How one base reads a pair and is asked for its caption (the recipe's input, built here
-    with the same helpers so the pretrained base fits what idc-train and idc-eval give it)."""
+    """How one base reads a pair and is asked for its caption: the recipe's own input and decoding
+    (:class:`~idc_toolkit.models.blip2idc.Blip2IDCInputs`, :class:`~idc_toolkit.models.davir.DavirInputs`)
+    and its label packing, so the pretrained base fits what idc-train and idc-eval give it."""
 
     def __init__(self, name: str, model, proc):
-        self.name, self.model, self.proc = name, model, proc
-        self.tok = proc.tokenizer
-        if self.tok.pad_token is None:
-            self.tok.pad_token = self.tok.unk_token
-        self.n_query, self.image_token = model.config.num_query_tokens, model.config.image_token_index
-        if name == "davir":
-            from ..models.davir import pair_forward
+        from ..models.blip2idc import Blip2IDCInputs
+        from ..models.davir import DavirInputs, pair_forward
 
+        self.name, self.model, self.tok = name, model, proc.tokenizer
+        if name == "davir":
             pair_forward(model.vision_model)
+            self.inputs = DavirInputs(proc, num_entities=1, max_new_tokens=20)
+        else:
+            self.inputs = Blip2IDCInputs(proc, resize_blur=False, max_new_tokens=20)
+        self.n_query, self.image_token = model.config.num_query_tokens, model.config.image_token_index
+        #: DAVIR's prompt names an entity: a random noun, as the demo's random CLIP gives
+        self.nouns = [w for w in demo_vocabulary() if w.isalpha() and w.islower()]
+
+    @staticmethod
+    def rows(pairs, entities: Optional[list[list[str]]] = None) -> list[dict]:
+        return [{"pair_id": str(i), "before": p[0], "after": p[1], "entities": entities[i] if entities else []}
+                for i, p in enumerate(pairs)]
 
     def pixels(self, pairs):
-        import torch
+        return self.inputs.pixels(self.rows(pairs))
 
-        from ..models.pairs import stacked_pair
+    def entities(self, rng: random.Random) -> list[str]:
+        return [rng.choice(self.nouns)] if self.name == "davir" else []
 
-        ip = self.proc.image_processor
-        if self.name == "blip2idc":
-            return ip([stacked_pair(b, a) for b, a, *_ in pairs], return_tensors="pt")["pixel_values"]
-        return torch.cat([ip([p[0] for p in pairs], return_tensors="pt")["pixel_values"],
-                          ip([p[1] for p in pairs], return_tensors="pt")["pixel_values"]], dim=1)
-
-    def prompt(self, rng: random.Random) -> str:
-        if self.name == "blip2idc":
-            return ""
+    def batch(self, pixels, captions: list[str], entities: list[list[str]]):
         from ..models.davir import build_prompt
+        from ..models.recipe import pack, pad_id
 
-        nouns = [w for w in demo_vocabulary() if w.isalpha() and w.islower()]
-        return build_prompt([rng.choice(nouns)], 1)
-
-    def batch(self, pixels, captions: list[str], prompts: list[str]):
-        import torch
-
-        rows, prefix_lens = [], []
-        for caption, prompt in zip(captions, prompts):
-            prefix = [self.image_token] * self.n_query + self.tok(prompt, add_special_tokens=True)["input_ids"]
-            rows.append(prefix + self.tok(caption, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id])
-            prefix_lens.append(len(prefix))
-        width = max(map(len, rows))
-        pad = self.tok.pad_token_id
-        ids = torch.full((len(rows), width), pad)
-        labels = torch.full((len(rows), width), -100)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, (row, n) in enumerate(zip(rows, prefix_lens)):
-            ids[i, :len(row)] = torch.tensor(row)
-            labels[i, n:len(row)] = torch.tensor(row[n:])
-            mask[i, :len(row)] = 1
+        prompts = [build_prompt(e, 1) for e in entities] if self.name == "davir" else [""] * len(captions)
+        ids, mask, labels = pack([([self.image_token] * self.n_query + self.tok(prompt, add_special_tokens=True)["input_ids"],
+                                   self.tok(caption, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id])
+                                  for caption, prompt in zip(captions, prompts)], pad_id(self.tok))
         out = {"input_ids": ids, "attention_mask": mask, "pixel_values": pixels, "labels": labels}
         if self.name == "davir":
-            q = self.proc.qformer_tokenizer(prompts, return_tensors="pt", padding=True)
-            out.update(qformer_input_ids=q["input_ids"], qformer_attention_mask=q["attention_mask"])
+            out.update(self.inputs.qformer(prompts))
         return out
 
-    def captions(self, pairs, pixels, prompts: list[str]) -> list[str]:
-        import torch
-
+    def captions(self, pairs, entities: list[list[str]]) -> list[str]:
         self.model.eval()
-        side, self.tok.padding_side = self.tok.padding_side, "left"
         try:
-            if self.name == "blip2idc":
-                with torch.no_grad():
-                    out = self.model.generate(pixel_values=pixels, max_new_tokens=20, do_sample=False)
-                texts = self.tok.batch_decode(out, skip_special_tokens=True)
-            else:
-                # the processor writes the image slots for the images it is given (here: the befores)
-                enc = self.proc(images=[p[0] for p in pairs], text=prompts, return_tensors="pt", padding=True)
-                enc["pixel_values"] = pixels
-                with torch.no_grad():
-                    out = self.model.generate(**enc, max_new_tokens=20, do_sample=False)
-                texts = self.tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            return self.inputs.decode(self.model, self.rows(pairs, entities))
         finally:
-            self.tok.padding_side = side
-        self.model.train()
-        return [t.strip() for t in texts]
+            self.model.train()
 
 
 def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int = 0, lr: float = 1e-3,
@@ -296,7 +267,7 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     started = time.time()
     pairs = generated_pairs(n_per_type, PRETRAIN_SEED)
     check = generated_pairs(8, CHECK_SEED)
-    pixels, check_pixels = kind.pixels(pairs), kind.pixels(check)
+    pixels = kind.pixels(pairs)
     targets = {k: torch.tensor([attribute_labels(p[2], p[3])[k] for p in pairs]) for k in heads}
     log(f"{name}: {len(pairs)} generated pairs (seed {PRETRAIN_SEED}), {steps} steps")
     opt = torch.optim.AdamW([*model.parameters(), *heads.parameters()], lr=lr, weight_decay=0.0)
@@ -304,8 +275,8 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     model.train()
     for step in range(1, steps + 1):
         idx = [rng.randrange(len(pairs)) for _ in range(32)]
-        prompts = [kind.prompt(rng) for _ in idx]
-        output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], prompts))
+        entities = [kind.entities(rng) for _ in idx]
+        output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], entities))
         loss = output.loss
         if heads:
             queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
@@ -318,8 +289,7 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
         if check_every and (step % check_every == 0 or step == steps):
             got = []
             for k in range(0, len(check), 40):
-                got += kind.captions(check[k:k + 40], check_pixels[k:k + 40],
-                                     [kind.prompt(random.Random(k)) for _ in check[k:k + 40]])
+                got += kind.captions(check[k:k + 40], [kind.entities(random.Random(k)) for _ in check[k:k + 40]])
             log(f"{name} step {step}: caption loss {output.loss.item():.3f}"
                 + (f", heads {aux.item():.3f}" if heads else "") + ", "
                 f"{len(set(got))} distinct captions of {len(got)}, "
