@@ -377,4 +377,4 @@ def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tm
                     lr=5e-3, val_split=None, device="cpu", progress=False, report_to="none", seed=0,
                     options={"fac_weight": lam, "fac_reading": "normalised"}))
         shares[lam] = _attention_on_mask(run, base, davir_dataset)
-    assert shares[0.1] > 1.08 * shares[0.0], shares  # measured: 0.0642 -> 0.0753 (x1.17)
+    assert shares[0.1] > 1.08 * shares[0.0], shares  # a pull, not noise (figures: benchmarks/README.md)
