@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from idc_toolkit import checks
+from idc_toolkit.judge.args import JudgeArgs
 from idc_toolkit.options import check_fields, option
 from idc_toolkit.stores import STORE_DATASET, STORE_OUT
 
@@ -81,8 +82,9 @@ def _spice_jars() -> Optional[str]:
 
 
 @dataclass
-class EvalArgs(ReferenceArgs):
-    """``idc-eval --predictions`` (and the scoring half of ``--model``)."""
+class EvalArgs(JudgeArgs, ReferenceArgs):
+    """``idc-eval --predictions`` (and the scoring half of ``--model``); the judge's options are
+    :class:`~idc_toolkit.judge.args.JudgeArgs`'."""
 
     out: Optional[str] = option(None, "output folder" + STORE_OUT)
     metrics: Optional[list[str]] = _metrics()
@@ -104,7 +106,7 @@ class EvalArgs(ReferenceArgs):
 
 
 @dataclass
-class CompareArgs(ReferenceArgs):
+class CompareArgs(JudgeArgs, ReferenceArgs):
     """``idc-eval compare``: the paired bootstrap test of two systems."""
 
     out: Optional[str] = option(None, "folder for compare.json")

@@ -117,19 +117,22 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups"])
     for k, pid in enumerate(result.ids):
         w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
-                    *(f"{float(result.per_pair[m][k]):.6f}" for m in metrics), ";".join(member.get(k, []))])
+                    *(_value(result.per_pair[m][k]) for m in metrics), ";".join(member.get(k, []))])
     write_text_atomic(path, buf.getvalue())
+
+
+def _value(v: float) -> str:
+    """A per-pair score; empty where it is undefined (a judge column on a pair it does not apply to)."""
+    return "" if v != v else f"{float(v):.6f}"
 
 
 def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
     """What :func:`plot_by_category` draws, per metric: the groups' values x100 (``None`` for
     n/a) and the bootstrap interval half-widths, below and above. A metric with no value in
     any group (SPICE without its jars) is left out, so it gets no legend entry."""
-    from idc_toolkit.metrics.registry import chart_columns
-
     names = list(result.groups)
     series = {}
-    for m in chart_columns(list(result.cache.metrics)):
+    for m in (metric.chart_column for metric in result.cache.metrics.values()):
         values = [result.groups[n].scores.get(m) for n in names]
         if all(v is None for v in values):
             continue
@@ -235,7 +238,9 @@ def open_evaluation_folder(out_dir: Path, run: dict[str, Any], overwrite: bool, 
     same folder stay."""
     from idc_toolkit.runs import RunFolder
 
-    return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=MODEL_RUN_FILES, card_record=False,
+    from idc_toolkit.judge import JUDGE_DIR
+
+    return RunFolder(out_dir, "evaluation", run, owned=OUTPUT_FILES, tolerated=(*MODEL_RUN_FILES, JUDGE_DIR), card_record=False,
                      record_file=EVALUATION_RECORD, legacy_record=_legacy_record, progress=progress,
                      all_ranks=False).open(overwrite)  # under torchrun rank 0 alone scores what every rank generated
 

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_json, read_text
@@ -43,6 +43,8 @@ class References:
     memberships: dict[str, list[str]] = field(default_factory=dict)
     #: pair_id -> viewpoint IoU (``--iou-file`` / ``--iou-column``): adds the difficulty groups
     ious: dict[str, Optional[float]] = field(default_factory=dict)
+    #: other dataset columns asked for (``--differences-column``): column -> {pair_id: value}
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def groups_of(self, pid: str) -> list[str]:
         """Every category the pair is scored in (none when it has no category)."""
@@ -183,10 +185,11 @@ def _class_label_names(schema, column: str) -> Optional[list[str]]:
 
 
 def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID,
-                            group_by: Optional[str] = None, iou_column: Optional[str] = None) -> References:
+                            group_by: Optional[str] = None, iou_column: Optional[str] = None,
+                            extra: Sequence[str] = ()) -> References:
     """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id);
-    ``group_by`` names a column whose values are the groups instead of ``category``, and
-    ``iou_column`` one holding each pair's viewpoint IoU.
+    ``group_by`` names a column whose values are the groups instead of ``category``,
+    ``iou_column`` one holding each pair's viewpoint IoU, ``extra`` columns kept in ``columns``.
 
     A local ``idc-build`` folder is read straight from its parquet shards, only the id,
     captions and category columns, so no image is decoded or copied into a cache.
@@ -207,7 +210,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
             raise EvaluationError(str(exc)) from None
         schema = pq.read_schema(shards[0])
         names = _class_label_names(schema, group_column)
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column)) if c and c in schema.names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra)) if c and c in schema.names]
         rows: dict[str, list] = {c: [] for c in cols}
         for shard in shards:
             table = pq.ParquetFile(shard).read(columns=cols)  # (read_table would import pyarrow.dataset and pandas)
@@ -225,9 +228,9 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
             raise EvaluationError(f"{dataset}: cannot load split {split!r}: {exc}") from None
         feature = ds.features.get(group_column)
         names = list(feature.names) if isinstance(feature, ClassLabel) else None
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column)) if c and c in ds.column_names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra)) if c and c in ds.column_names]
         rows = {c: list(ds[c]) for c in cols}
-    for needed in (id_column, CAPTIONS, group_by, iou_column):
+    for needed in (id_column, CAPTIONS, group_by, iou_column, *extra):
         if needed and needed not in rows:
             raise EvaluationError(f"{dataset}: split {split!r} has no {needed!r} column")
     if not rows[id_column]:
@@ -251,6 +254,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
 
         refs.ious = {str(pid): None if v is None else check_iou(v, f"{dataset} [{split}] column {iou_column!r}, pair {pid!r}")
                      for pid, v in zip(rows[id_column], rows[iou_column])}
+    refs.columns = {c: {str(pid): v for pid, v in zip(rows[id_column], rows[c])} for c in extra}
     return refs
 
 

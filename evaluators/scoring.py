@@ -28,15 +28,17 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
     a = args if args is not None else ReferenceArgs(**fields)
     if (a.dataset is None) == (a.references is None):
         raise EvaluationError("give exactly one of dataset= and references=")
-    if a.references is not None and (a.group_by or a.iou_column):
-        raise EvaluationError("group_by / iou_column name dataset columns; with a coco file use groups= / iou_file=")
+    if a.references is not None and (a.group_by or a.iou_column or getattr(a, "differences_column", None)):
+        raise EvaluationError("group_by / iou_column / differences_column name dataset columns; with a coco file use "
+                              "groups= / iou_file= (the judge then lists each pair's longest reference's sentences)")
     if a.categories and a.groups:
         raise EvaluationError("give the groups once: categories= (coco files) or groups=")
     if a.dataset is not None:
         dataset = input_folder(a.dataset, EvaluationError)  # a store's dataset: its local copy
         if a.categories:
             raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
-        refs = load_references_dataset(dataset, a.split, a.id_column, a.group_by, a.iou_column)
+        extra = [a.differences_column] if getattr(a, "differences_column", None) else []  # the judge's, where asked
+        refs = load_references_dataset(dataset, a.split, a.id_column, a.group_by, a.iou_column, extra)
     else:
         refuse_bad_file(a.references)
         refs = load_references_coco(a.references, a.categories)
@@ -86,7 +88,7 @@ def evaluate_predictions(predictions: Predictions, args: Optional[EvalArgs] = No
 
 def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
              progress: Optional[Callable[[str], None]] = None, refs: Optional[References] = None,
-             **fields: Any) -> Evaluation:
+             engine: Any = None, **fields: Any) -> Optional[Evaluation]:
     """Score ``predictions`` against a dataset split or a coco reference file; ``args`` is an
     :class:`~.args.EvalArgs` (or ``fields`` make one). ``refs``: those references already loaded
     (:func:`load_references`), e.g. narrowed to the pairs a validation scores.
@@ -94,11 +96,17 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     ``metrics.json`` records every resolved argument, the protocol, seed, date and versions (as
     lmms-eval does). With ``out``, a folder holding the results of another run (other
     predictions, references or options) is refused unless ``overwrite``, as every other job's
-    output is. ``progress`` receives a line per stage (tokenizing, METEOR, bootstrap)."""
+    output is. ``progress`` receives a line per stage (tokenizing, METEOR, bootstrap).
+
+    With ``judge``, the judge's columns are added (:mod:`idc_toolkit.judge`); its judging runs on
+    the run engine (``engine``: ``--shard``, Ray; every torchrun rank calls this), and a job
+    that does not end holding every judgement (another shard's, a rank other than 0) returns
+    ``None`` without scoring."""
     from idc_toolkit import __version__
     from idc_toolkit.metrics.core import score_groups
     from idc_toolkit.metrics.registry import default_families, resolve_families
     from idc_toolkit.runs.fingerprint import digest, path_content
+    from idc_toolkit.runs.ranks import dist_info
 
     from .outputs import build_meta, metrics_dict, open_evaluation_folder, preload_chart_libraries, write_outputs
     from .protocols import get_protocol
@@ -138,7 +146,19 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
            "drop_empty_references": a.drop_empty_references, "breakdown": a.breakdown, "bootstrap": a.bootstrap,
            "seed": a.seed, "spice": bool(a.spice_jars), "layouts": sorted(layouts), "group_names": path_content(a.group_names),
            "name": a.name, "toolkit_version": __version__}
-    folder = open_evaluation_folder(Path(out), run, a.overwrite, progress is not None) if out is not None else None
+    if a.judge:
+        from idc_toolkit.judge.run import judge_fields
+
+        run["judge"] = judge_fields(a)
+    main = dist_info()[0] == 0  # under torchrun every rank judges; rank 0 alone writes the evaluation
+    folder = open_evaluation_folder(Path(out), run, a.overwrite, progress is not None) if out is not None and main else None
+    judge = None
+    if a.judge:
+        judge = judge_metric(prep, refs, a, out, engine, progress)
+        if judge is None:
+            return None
+    if not main:
+        return None
     if "METEOR" in resolve_families(metrics):
         from idc_toolkit.metrics.meteor import check_lengths
 
@@ -149,7 +169,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if out is not None:
         preload_chart_libraries()
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed,
-                          progress=progress, tokenize=proto.tokenize)
+                          progress=progress, tokenize=proto.tokenize, extra=[judge] if judge else [])
     add_derived(result, proto.derived)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
@@ -166,6 +186,37 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
                          layouts, a.group_names, label)
     folder.finalise(lambda final: None)  # every file is written (atomically): the record says the run is complete
     return Evaluation(data, result)
+
+
+def judge_metric(prep: Any, refs: References, a: Any, out: Optional[Path], engine: Any,
+                 progress: Optional[Callable[[str], None]]) -> Any:
+    """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of the prepared pairs (``None``
+    where this job does not hold every judgement); judged under ``out/judge`` when there is an out."""
+    from idc_toolkit.judge.run import JUDGE_DIR, judge_pairs, pair_rows
+    from idc_toolkit.metrics.judge import from_records
+    from idc_toolkit.schema import NO_CHANGE_CATEGORIES
+
+    differences = None
+    if a.differences_column:
+        column = refs.columns[a.differences_column]
+        differences = {pid: _difference_list(column.get(pid), a.differences_column, pid) for pid in prep.references}
+    no_change = {pid: prep.categories.get(pid) in NO_CHANGE_CATEGORIES for pid in prep.references}
+    rows = pair_rows(prep.hypotheses, prep.references, no_change, differences)
+    if progress:
+        progress(f"judging {len(rows):,} pairs with {a.judge}")
+    records = judge_pairs(rows, a, None if out is None else Path(out) / JUDGE_DIR, engine=engine, overwrite=a.overwrite,
+                          progress=progress is not None)
+    if records is None:
+        return None
+    return from_records(list(prep.references), records)
+
+
+def _difference_list(value: Any, column: str, pid: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise EvaluationError(f"--differences-column {column!r}, pair {pid!r}: {value!r} is not a string or a list of strings")
 
 
 def compare_systems(a: Predictions, b: Predictions, args: Optional[CompareArgs] = None, **fields: Any) -> dict[str, Any]:

@@ -155,11 +155,13 @@ def test_another_model_into_the_same_out_is_refused_naming_the_difference(models
     assert eval_main([*base, "--adapter", str(models / "lora_new")]) == 0  # same settings: nothing to do
 
 
-def test_torchrun_ranks_write_and_score_what_one_process_does(models, demo_dataset, tmp_path):
+def test_torchrun_ranks_write_and_score_what_one_process_does(models, tiny_models, demo_dataset, tmp_path):
     """The README's ``torchrun ... idc-eval --model`` with scoring: rank 0 scores alone after every
-    rank generated (its evaluation folder takes no barrier the other ranks would have to meet)."""
+    rank generated (its evaluation folder takes no barrier the other ranks would have to meet);
+    with ``--judge``, every rank judges its block of the pairs first."""
     base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
-            "--batch-size", "2", "--metrics", "BLEU", "CIDEr", "--no-progress"]
+            "--batch-size", "2", "--metrics", "BLEU", "CIDEr", "--no-progress", "--judge", str(tiny_models("chat")),
+            "--judge-device", "cpu"]
     assert eval_main([*base, "--out", str(tmp_path / "single")]) == 0
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.eval",
            *base, "--out", str(tmp_path / "multi")]
@@ -168,6 +170,9 @@ def test_torchrun_ranks_write_and_score_what_one_process_does(models, demo_datas
     assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
     single, multi = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("single", "multi"))
     assert multi["overall"] == single["overall"] and "CIDEr" in json.dumps(multi["overall"])
+    assert "Judge_hallucination" in multi["overall"]
+    judged = [(tmp_path / d / "judge" / "judgements.jsonl").read_text() for d in ("single", "multi")]
+    assert judged[0] == judged[1] and judged[0].count("\n") == len(_lines(tmp_path / "single" / "predictions.jsonl"))
 
 
 def test_davir_with_entities_and_attention_maps(models, demo_dataset, tmp_path):

@@ -27,11 +27,15 @@ log = logging.getLogger("idc_toolkit.eval")
 
 def _add_args(p: argparse.ArgumentParser, args_cls: type, required: tuple[str, ...] = ()) -> None:
     """The options of ``args_cls`` (:mod:`idc_toolkit.evaluators.args`); --dataset and
-    --references exclude each other and one of them is required."""
+    --references exclude each other and one of them is required; the judge's have their group."""
+    from ..judge.args import JudgeArgs
     from ..options import add_options, cli_fields
 
+    judge = cli_fields(JudgeArgs) if issubclass(args_cls, JudgeArgs) else []
     add_options(p.add_mutually_exclusive_group(required=True), args_cls, ["dataset", "references"])
-    add_options(p, args_cls, [n for n in cli_fields(args_cls) if n not in ("dataset", "references")], required=required)
+    add_options(p, args_cls, [n for n in cli_fields(args_cls) if n not in ("dataset", "references", *judge)], required=required)
+    if judge:
+        add_options(p.add_argument_group("LLM judge (docs/scoring.md)"), args_cls, judge)
 
 
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
@@ -49,7 +53,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
     m = p.add_argument_group("checkpoint runs (--model)")
     add_options(m, GenerateArgs, cli_fields(GenerateArgs))
-    common.add_engine_options(m)
+    common.add_engine_options(p.add_argument_group("run engine (--model's captions, --judge's judgements)"))
     if model in MODELS:
         from ..models.registry import get_runner_class
 
@@ -89,7 +93,11 @@ def run_score(args) -> dict:
     from ..evaluators.args import EvalArgs
     from ..options import from_namespace
 
-    ev = evaluate(args.predictions, from_namespace(EvalArgs, args), progress=progress)
+    ev = evaluate(args.predictions, from_namespace(EvalArgs, args), progress=None if args.no_progress else progress,
+                  engine=common.engine_args(args))
+    if ev is None:  # a --shard job or a torchrun rank other than 0 of a judged run
+        print(f"{shown_uri(str(args.out))}: this job's judgements are written; the job that completes the set scores")
+        return {}
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
@@ -242,15 +250,16 @@ def run_model(args) -> None:
     path = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out),
                                 options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
                                 engine=common.engine_args(args))
-    if rank != 0:  # rank 0 scores what every rank generated
+    if rank != 0 and not args.judge:  # rank 0 scores what every rank generated (every rank judges it)
         return
-    if path is None:  # one --shard job of several: scoring waits for the one that completes the set
+    if path is None:  # one --shard job of several: scoring (and judging) waits for the one that completes the set
         print(f"{args.out}: this --shard job is done; the predictions are written, and scored, by the job that completes the set")
         return
     log.info("predictions: %s", path)
     if args.predict_only:
         return
     args.predictions = str(path)
+    args.shard = "0/1"  # the job that completes a --shard set judges all of it (the other jobs have ended)
     if args.limit is not None:
         args.allow_missing = True
     run_score(args)

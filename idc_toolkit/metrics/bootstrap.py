@@ -8,7 +8,8 @@ What one resample recomputes, per metric:
 * METEOR: METEOR's own corpus score of the resampled pairs' summed statistics (one summed
   statistics row per resample, scored by METEOR's arithmetic, :mod:`.meteor_stats`): an
   exact METEOR of that multiset.
-* ROUGE-L, SPICE: the mean of the resampled per-pair scores (what their corpus score is).
+* ROUGE-L, SPICE, the judge's columns: the mean of the resampled per-pair scores (what their
+  corpus score is; for a judge column, over the pairs where it is defined).
 * CIDEr: the mean of the resampled per-pair CIDEr-D, with the document frequencies of the
   full group held fixed (recomputing IDF on a multiset with duplicated pairs would count a
   duplicated pair's references twice, which no real test set has).
@@ -53,8 +54,10 @@ def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> d
         rng = np.random.default_rng([seed, k])
         weights = resample_counts(len(idx), n_resamples, rng)
         samples = metric_samples(result.cache, idx, weights)
+        # a resample that draws no pair where a judge column is defined has no value there (NaN)
         intervals[gname] = {
-            m: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for m, v in samples.items()
+            m: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))) for m, v in samples.items()
+            if not np.isnan(v).all()
         }
     return intervals
 
@@ -75,6 +78,9 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
         if metric not in sb:
             continue
         d = sa[metric] - sb[metric]
+        d = d[~np.isnan(d)]  # resamples where a judge column is undefined for either system
+        if not d.size:
+            continue
         p = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
         out[metric] = {
             "a": float(full_a[metric][0]),

@@ -33,14 +33,18 @@ def build_cache(
     spice_jars: Optional[str] = None,
     tokenize: Optional[Callable[[list[str]], list[str]]] = None,
     on_computed: Optional[Callable[[Metric], None]] = None,
+    extra: Sequence[Metric] = (),
 ) -> PairCache:
     """Tokenize once (coco-caption's PTB tokenizer unless ``tokenize`` is given: a protocol's
     own) and compute every metric's per-pair results (background metrics, i.e. METEOR's JVM,
     run in a thread beside the others). ``on_computed(metric)`` runs as soon as one metric's
     results are ready, in the thread that computed them: :func:`score_groups` scores the groups
-    of BLEU, ROUGE-L and CIDEr while METEOR still aligns. The caller closes the cache."""
+    of BLEU, ROUGE-L and CIDEr while METEOR still aligns. ``extra``: metrics made by the caller
+    (the judge's, whose per-pair values come from a model run), after the registry's. The
+    caller closes the cache."""
     ids = list(references)
     metrics = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
+    metrics.update({m.family: m for m in extra})
     cache = PairCache(ids=ids, hypotheses=[], references=[], metrics=metrics)
     try:
         for m in metrics.values():
@@ -97,6 +101,7 @@ def score_groups(
     seed: int = 0,
     progress: Optional[Callable[[str], None]] = None,
     tokenize: Optional[Callable[[list[str]], list[str]]] = None,
+    extra: Sequence[Metric] = (),
 ) -> ScoreResult:
     """Score every group of pairs as its own coco-caption evaluation, in one pass.
 
@@ -126,7 +131,7 @@ def score_groups(
     def aggregate(metric: Metric) -> None:  # each metric's groups, as soon as its pairs are scored
         by_metric[metric.family] = (metric.scores(scored), metric.per_pair())
 
-    cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate)
+    cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate, extra=extra)
     try:
         scores: dict[str, dict[str, Optional[float]]] = {g: {} for g in group_indices}
         per_pair: dict[str, np.ndarray] = {}
@@ -135,14 +140,15 @@ def score_groups(
             for gname, values in group_values.items():
                 scores[gname].update(values)
             per_pair.update(pair_values)
+        every_column = (*columns(families), *(c for m in extra for c in m.columns))
         for gname in group_indices:
             if gname not in scored:
-                scores[gname] = {k: None for k in columns(families)}
+                scores[gname] = {k: None for k in every_column}
         say(f"scored {len(group_indices)} group(s)")
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
         spice = cache.metrics.get("SPICE")
         spice_status = spice.status if spice is not None else "not requested"
-        result = ScoreResult(cache.ids, results, per_pair, columns(families), spice_status, cache, group_indices)
+        result = ScoreResult(cache.ids, results, per_pair, every_column, spice_status, cache, group_indices)
         if bootstrap > 0:
             from .bootstrap import bootstrap_intervals
 

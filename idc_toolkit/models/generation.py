@@ -22,6 +22,7 @@ from typing import Any, Optional
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
+from ..judge import JUDGE_DIR
 from ..runs import EngineArgs, PartOutput, RunFolder, open_split, path_content, run_job
 from .args import GenerateArgs
 from ..runs.ranks import barrier
@@ -94,7 +95,7 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
               **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision)}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False,
-                       progress=progress).open(overwrite)
+                       tolerated=(JUDGE_DIR,), progress=progress).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final

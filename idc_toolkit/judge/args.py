@@ -1,0 +1,31 @@
+"""The judge's options: one dataclass, the same fields on ``idc-eval --predictions``,
+``idc-eval --model`` and ``idc-eval compare`` and in the evaluation's record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import checks
+from ..options import option
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass
+class JudgeArgs:
+    """Which model judges the captions (``judge=None``: no judge columns) and how it runs."""
+
+    judge: Optional[str] = option(None, "a causal or chat LM (Hub name or folder) that judges each caption against the "
+                                        "pair's annotated differences: adds the Judge_* columns (docs/scoring.md)",
+                                  metavar="MODEL")
+    judge_revision: Optional[str] = option(None, "with --judge: a Hub revision of the judge")
+    judge_dtype: str = option("auto", "with --judge: weights' dtype (auto: bfloat16 on CUDA, float32 on CPU)",
+                              choices=DTYPES)
+    judge_device: str = option("auto", "with --judge: auto, cpu, cuda, cuda:N")
+    judge_batch_size: int = option(16, "with --judge: questions per forward pass (or concurrent endpoint requests)",
+                                   check=checks.positive_int, metavar="N")
+    judge_endpoint: Optional[str] = option(None, "with --judge: an OpenAI-compatible base URL (…/v1) serving the "
+                                                 "judge; nothing is loaded here (key: IDC_JUDGE_API_KEY)", metavar="URL")
+    differences_column: Optional[str] = option(None, "with --judge and --dataset: a column listing each pair's "
+                                                     "differences (default: the sentences of its longest reference)")

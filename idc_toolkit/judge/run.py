@@ -1,0 +1,128 @@
+"""Judging a run's captions on the run engine: batched, resumable, sharded, on ranks or Ray.
+
+The judgements of an evaluation written to ``--out`` live in ``OUT/judge/`` (their own run:
+the judge's name, revision, weights' hash and dtype, the prompts' hash and the judged pairs are
+its fingerprint), so rescoring the same captions with other options (``--bootstrap``,
+``--layout``) judges nothing again, and a killed run resumes after its last finished part.
+Without ``--out`` the judgements are made in a temporary folder and not kept.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from ..errors import EvaluationError, RunError
+from ..runs import EngineArgs, PartOutput, RunFolder, digest, path_content, run_job
+from ..runs.ranks import barrier
+from ..runs.rows import ListRows
+from . import JUDGE_DIR
+from .args import JudgeArgs
+from .prompts import PROMPT_SHA
+from .questions import ask, default_differences, record
+
+JUDGEMENTS = "judgements.jsonl"
+PAIRS_PER_PART = 64  # a killed run loses at most this many pairs' judgements
+
+
+class JudgeTask:
+    """The engine's per-batch function: every question of a batch of pairs, each distinct
+    prompt asked once (LEVIR-CC's no-change pairs share their captions and references)."""
+
+    def __init__(self, args: JudgeArgs):
+        from datasets import Features, Sequence as Seq, Value
+
+        self.args, self.batch_size = args, args.judge_batch_size
+        self.features = Features({"pair_id": Value("string"), "differences": Seq(Value("string")),
+                                  "stated": Seq(Value("bool")), "claims": Seq(Value("string")),
+                                  "supported": Seq(Value("bool")), "no_change": Value("bool"),
+                                  "says_no_change": Value("bool")})
+        self.judge = None
+        self.answers: dict[str, bool] = {}
+
+    def setup(self, device: str) -> None:
+        if self.judge is None:
+            from .backends import make_judge
+
+            self.judge = make_judge(self.args, device)
+
+    def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
+        asked = [ask(r["pair_id"], r["caption"], r["references"], r["differences"], r["no_change"]) for r in rows]
+        new = list(dict.fromkeys(p for q in asked for p in q.prompts() if p not in self.answers))
+        self.answers.update(zip(new, self.judge.answer(new)))
+        return PartOutput([record(q, self.answers) for q in asked], {"questions": len(new)})
+
+
+def judge_device(args: JudgeArgs) -> str:
+    """Where this process's judge runs (under torchrun, each rank on its own GPU)."""
+    from ..devices import resolve_device
+    from ..runs.ranks import dist_info
+
+    device = "cpu" if args.judge_endpoint else resolve_device(args.judge_device)
+    _, world, local_rank = dist_info()
+    return f"cuda:{local_rank}" if world > 1 and device == "cuda" else device
+
+
+def judge_fields(args: JudgeArgs) -> dict[str, Any]:
+    """What the judgements depend on besides the pairs (the dtype as this machine resolves it)."""
+    from ..models.base import resolve_dtype
+
+    device = judge_device(args)
+    dtype = "served" if args.judge_endpoint else str(resolve_dtype(args.judge_dtype, device)).removeprefix("torch.")
+    return {"judge": args.judge, "revision": args.judge_revision, "sha256": None if args.judge_endpoint else path_content(args.judge),
+            "endpoint": args.judge_endpoint, "dtype": dtype, "prompts": PROMPT_SHA, "decoding": "greedy yes/no"}
+
+
+def pair_rows(hypotheses: Mapping[str, str], references: Mapping[str, Sequence[str]], no_change: Mapping[str, bool],
+              differences: Optional[Mapping[str, Sequence[str]]] = None) -> list[dict[str, Any]]:
+    """The engine's source rows: one per pair, in the references' order."""
+    return [{"pair_id": pid, "caption": hypotheses[pid], "references": list(refs),
+             "differences": list(differences[pid]) if differences is not None else default_differences(refs),
+             "no_change": bool(no_change.get(pid))} for pid, refs in references.items()]
+
+
+def judge_pairs(rows: list[dict[str, Any]], args: JudgeArgs, out: Optional[Path], *, engine: Optional[EngineArgs] = None,
+                overwrite: bool = False, progress: bool = True) -> Optional[dict[str, dict[str, Any]]]:
+    """Every pair's judgement record (:func:`~.questions.record`), by pair id; ``None`` when this
+    job (a ``--shard`` of several, a rank other than 0) does not hold them all."""
+    from ..runs.ranks import dist_info
+
+    if not args.judge:
+        raise EvaluationError("no judge named (--judge MODEL)")
+    rank = dist_info()[0]
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="idc-judge-") as tmp:
+            return judge_pairs(rows, args, Path(tmp) / JUDGE_DIR, engine=engine, progress=progress)
+    fields = {**judge_fields(args), "pairs": digest({"rows": rows})}
+    folder = RunFolder(out, "judgement", fields, owned=(JUDGEMENTS,), card_record=False, progress=progress)
+    try:  # the same judgements are kept under --overwrite too: rescoring with other options judges nothing again
+        folder.open(False)
+    except RunError:
+        if not overwrite:
+            raise
+        folder.open(True)
+    final = Path(out) / JUDGEMENTS
+    if not folder.complete:
+        outcome = run_job(folder, {"test": ListRows(rows)}, JudgeTask(args), rows_per_part=PAIRS_PER_PART, engine=engine,
+                          device=judge_device(args), progress=progress, desc=f"judge {args.judge}")
+        if outcome.complete and outcome.is_main:
+            def stage(stage_dir: Path) -> None:
+                import pyarrow.parquet as pq
+
+                parts = folder.done_parts("test")
+                with (stage_dir / JUDGEMENTS).open("w", encoding="utf-8") as fh:
+                    for k in sorted(parts):
+                        if parts[k]["file"]:
+                            for rec in pq.read_table(folder.parts_dir("test") / parts[k]["file"]).to_pylist():
+                                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+            folder.finalise(stage, order=(JUDGEMENTS,))
+        barrier()
+        if not outcome.complete or rank != 0:
+            return None
+    elif rank != 0:
+        return None
+    with final.open(encoding="utf-8") as fh:
+        return {rec["pair_id"]: rec for rec in map(json.loads, fh)}

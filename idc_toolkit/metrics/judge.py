@@ -1,0 +1,91 @@
+"""The LLM judge's scores as metric columns (functional core + the scorer's :class:`~.base.Metric`).
+
+A judge (:mod:`idc_toolkit.judge`) answers yes / no questions about each caption; these are
+turned into four per-pair values here, and a group's score is their mean over the pairs where
+the value is defined:
+
+* ``Judge_recall`` — change pairs: the share of the pair's annotated differences the caption states;
+* ``Judge_precision`` — change pairs: the share of the caption's claims (sentences) that the
+  references support;
+* ``Judge_hallucination`` — every pair: 1 when at least one claim is supported by no reference;
+* ``Judge_no_change`` — no-change pairs (``no_change`` / ``distractor``): 1 when the caption says
+  nothing changed (DiffSpot's no-diff specificity).
+
+Undefined values are NaN and take no part in a mean, a resample or the paired test; a group
+where a column is defined for no pair has no score in it (``n/a``), not 0.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .base import Metric
+
+COLUMNS = ("Judge_recall", "Judge_precision", "Judge_hallucination", "Judge_no_change")
+#: short names in the papers' table shapes
+SHORT = {"Judge_recall": "J-Rec", "Judge_precision": "J-Prec", "Judge_hallucination": "J-Hal", "Judge_no_change": "J-NC"}
+
+
+def pair_values(stated: Sequence[bool], supported: Sequence[bool], no_change: bool,
+                says_no_change: Optional[bool]) -> dict[str, float]:
+    """One pair's four values from its judgements (module docstring)."""
+    nan = float("nan")
+    change = not no_change
+    return {
+        "Judge_recall": float(np.mean(stated)) if change and len(stated) else nan,
+        "Judge_precision": float(np.mean(supported)) if change and len(supported) else nan,
+        "Judge_hallucination": float(not all(supported)),
+        "Judge_no_change": float(bool(says_no_change)) if no_change else nan,
+    }
+
+
+def from_records(ids: Sequence[str], records: dict[str, dict]) -> "JudgeScores":
+    """The metric of the judgement records (:func:`idc_toolkit.judge.questions.record`) of ``ids``, in that order."""
+    rows = [pair_values(records[i]["stated"], records[i]["supported"], records[i]["no_change"],
+                        records[i]["says_no_change"]) for i in ids]
+    return JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in COLUMNS})
+
+
+def nan_mean(values: np.ndarray) -> Optional[float]:
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else None
+
+
+class JudgeScores(Metric):
+    """The judge's columns: its per-pair values are computed before scoring (the judge is a
+    model run on the run engine), so :meth:`compute` has nothing left to do."""
+
+    family = "JUDGE"
+    columns = COLUMNS
+    chart_column = "Judge_recall"
+    paper_columns = SHORT
+
+    def __init__(self, values: dict[str, np.ndarray]):
+        super().__init__()
+        self.values = {c: np.asarray(values[c], dtype=np.float64) for c in COLUMNS}
+
+    def compute(self, hypotheses, references) -> None:
+        pass
+
+    def group(self, idx):
+        return {c: nan_mean(v[idx]) for c, v in self.values.items()}
+
+    def per_pair(self):
+        return dict(self.values)
+
+    def resample(self, idx, weights):
+        """Each resample's weighted mean over the pairs where a column is defined; a column the
+        group defines for no pair is left out, a resample that draws none of them is NaN."""
+        out = {}
+        for c, v in self.values.items():
+            sub = v[idx]
+            defined = ~np.isnan(sub)
+            if not defined.any():
+                continue
+            w = weights[:, defined]
+            total = w.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[c] = np.where(total > 0, w @ sub[defined] / np.where(total > 0, total, 1), np.nan)
+        return out

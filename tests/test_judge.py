@@ -1,0 +1,151 @@
+"""The LLM judge (``--judge``): the aggregation checked by hand on pairs whose answers a scripted
+judge gives (an OpenAI-compatible endpoint on loopback, answering by a fixed rule), and the
+mechanics of a local model with a tiny random judge: batching, caching, resuming, shards."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from idc_toolkit.cli.eval import main
+
+REFS = {"p1": ["the red cube turned blue.", "the cube changed color."],
+        "p2": ["a cylinder was added. the ball moved."],
+        "p3": ["there is no change."],
+        "p4": ["nothing has changed."]}
+CATEGORIES = {"p1": "color", "p2": "add", "p3": "no_change", "p4": "no_change"}
+CAPTIONS = {"p1": "the red cube turned blue. a sphere appeared.", "p2": "nothing changed.", "p3": "there is no change.",
+            "p4": "the cube moved."}
+
+
+def scripted_answer(prompt: str) -> str:
+    """The rule the scripted judge answers by: a difference is stated when the caption contains it
+    word for word, a claim is supported when a reference contains it, a caption says nothing
+    changed when it says "no change"."""
+    if "Does the caption state this difference" in prompt:
+        difference = prompt.split("this difference between them:\n")[1].split("\n")[0]
+        caption = prompt.split("says:\n")[1].split("\n")[0]
+        return "Yes" if difference in caption else "No"
+    if "Is this claim supported" in prompt:
+        listed = prompt.split("as follows:\n")[1].split("\n\nA caption")[0]
+        claim = prompt.split("claims:\n")[1].split("\n")[0]
+        return "yes." if claim in listed else "no."
+    caption = prompt.split("says:\n")[1].split("\n")[0]
+    return "Yes" if "no change" in caption else "No"
+
+
+class Scripted(BaseHTTPRequestHandler):
+    asked: list[str] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert body["temperature"] == 0
+        prompt = body["messages"][0]["content"]
+        Scripted.asked.append(prompt)
+        reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": scripted_answer(prompt)}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Scripted.asked = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def _files(tmp_path):
+    (tmp_path / "refs.json").write_text(json.dumps(
+        {"images": [{"id": k} for k in REFS],
+         "annotations": [{"image_id": k, "caption": c, "id": n} for n, (k, cs) in enumerate(REFS.items()) for c in cs]}))
+    (tmp_path / "cats.json").write_text(json.dumps(CATEGORIES))
+    (tmp_path / "preds.json").write_text(json.dumps(CAPTIONS))
+    return tmp_path / "preds.json", tmp_path / "refs.json", tmp_path / "cats.json"
+
+
+def test_scripted_judgements_aggregate_as_computed_by_hand(endpoint, tmp_path):
+    preds, refs, cats = _files(tmp_path)
+    out = tmp_path / "eval"
+    argv = ["--predictions", str(preds), "--references", str(refs), "--categories", str(cats), "--metrics", "BLEU",
+            "--judge", "scripted", "--judge-endpoint", endpoint, "--out", str(out), "--bootstrap", "200",
+            "--layout", "all", "--no-progress"]
+    assert main(argv) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    # by hand: p1 states its one difference, one of two claims supported; p2 states neither of two,
+    # its one claim unsupported; p3 says nothing changed, supported; p4 claims a move: unsupported
+    assert {k: m["overall"][k] for k in ("Judge_recall", "Judge_precision", "Judge_hallucination", "Judge_no_change")} \
+        == {"Judge_recall": 0.5, "Judge_precision": 0.25, "Judge_hallucination": 0.75, "Judge_no_change": 0.5}
+    by = m["by_category"]
+    assert (by["color"]["Judge_recall"], by["color"]["Judge_precision"], by["color"]["Judge_no_change"]) == (1.0, 0.5, None)
+    assert (by["add"]["Judge_recall"], by["add"]["Judge_hallucination"]) == (0.0, 1.0)
+    assert (by["no_change"]["Judge_recall"], by["no_change"]["Judge_no_change"], by["no_change"]["Judge_hallucination"]) \
+        == (None, 0.5, 0.5)
+    low, high = m["ci"]["overall"]["Judge_hallucination"]
+    assert 0.0 <= low <= 0.75 <= high <= 1.0
+    assert m["meta"]["run"]["judge"]["judge"] == "scripted" and m["meta"]["run"]["judge"]["prompts"]
+    n_questions = 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1  # p1: 1 + 2 claims; p2: 2 + 1; p3: 1 + no-change; p4: 1 + no-change
+    assert len(Scripted.asked) == n_questions
+    rows = {r["pair_id"]: r for r in csv.DictReader(io.StringIO((out / "per_pair.csv").read_text()))}
+    assert rows["p1"]["Judge_precision"] == "0.500000" and rows["p3"]["Judge_recall"] == ""
+    records = [json.loads(line) for line in (out / "judge" / "judgements.jsonl").read_text().splitlines()]
+    assert records[0] == {"pair_id": "p1", "differences": ["the red cube turned blue."], "stated": [True],
+                          "claims": ["the red cube turned blue.", "a sphere appeared."], "supported": [True, False],
+                          "no_change": False, "says_no_change": None}
+    assert "J-Rec" in (out / "layout_total_semantic.md").read_text()
+    assert "Judge_recall" in (out / "by_category.csv").read_text().splitlines()[0]
+    # scored again with other options: the judgements are read back, nothing is asked again
+    assert main([*argv[:-5], "--bootstrap", "50", "--no-progress", "--overwrite"]) == 0
+    assert len(Scripted.asked) == n_questions
+    again = json.loads((out / "metrics.json").read_text())
+    assert again["overall"]["Judge_recall"] == 0.5 and again["meta"]["bootstrap"] == 50
+
+
+def test_a_tiny_random_judge_batched_cached_and_sharded(tiny_models, demo_dataset, tmp_path, monkeypatch):
+    from idc_toolkit.evaluators.predictions import load_references_dataset
+    from idc_toolkit.judge.args import JudgeArgs
+    from idc_toolkit.judge.backends import LocalJudge
+    from idc_toolkit.judge.run import judge_pairs, pair_rows
+    from idc_toolkit.runs import EngineArgs
+    from idc_toolkit.schema import NO_CHANGE_CATEGORIES
+
+    chat = str(tiny_models("chat"))
+    judge = LocalJudge(chat, batch_size=4)
+    prompts = ["Is the sky blue? Answer yes or no.", "Did the red cube move to the left of the sphere? Answer yes or no.",
+               "No?", "A much longer question " * 8 + "Answer yes or no."]
+    alone = [judge.margins([p])[0] for p in prompts]
+    assert judge.margins(prompts) == pytest.approx(alone, abs=1e-4)  # left padding reads as each prompt alone
+    assert len(set(round(m, 4) for m in alone)) > 1  # the margins depend on the prompt (the model is read)
+
+    refs = load_references_dataset(str(demo_dataset), "test")
+    rows = pair_rows({pid: caps[0] for pid, caps in refs.captions.items()}, refs.captions,
+                     {pid: refs.categories[pid] in NO_CHANGE_CATEGORIES for pid in refs.captions})
+    args = JudgeArgs(judge=chat, judge_batch_size=8)
+    whole = judge_pairs(rows, args, tmp_path / "whole", progress=False)
+    assert list(whole) == [r["pair_id"] for r in rows]
+    for row in rows:
+        rec = whole[row["pair_id"]]
+        assert len(rec["stated"]) == (0 if row["no_change"] else len(row["differences"]))
+        assert (rec["says_no_change"] is None) == (not row["no_change"])
+    monkeypatch.setattr("idc_toolkit.judge.run.PAIRS_PER_PART", 4)  # several parts: each shard writes some
+    assert judge_pairs(rows, args, tmp_path / "sharded", engine=EngineArgs(shard="0/2"), progress=False) is None
+    assert judge_pairs(rows, args, tmp_path / "sharded", engine=EngineArgs(shard="1/2"), progress=False) == whole
+
+    def no_model(*a, **k):
+        raise AssertionError("a finished judgement folder loads no judge")
+
+    monkeypatch.setattr("idc_toolkit.judge.backends.make_judge", no_model)
+    assert judge_pairs(rows, args, tmp_path / "whole", progress=False) == whole
