@@ -1,6 +1,6 @@
 """What ``idc-eval --predictions`` and ``idc-eval compare`` are given: one dataclass per command,
 which is its command line (options, defaults, checks and help derived from the fields), the
-argument of :func:`~.scoring.evaluate` / :func:`~.scoring.compare_systems` and the ``arguments``
+argument of :func:`~.scoring.evaluate` / :func:`~.compare.compare_systems` and the ``arguments``
 record in ``metrics.json``. ``idc-eval --model`` scores with :class:`EvalArgs` too."""
 
 from __future__ import annotations

@@ -265,9 +265,11 @@ def open_compare_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
     """``--out`` of ``idc-eval compare`` under the run engine's rule: the same comparison
     rewrites ``compare.json``, another is refused naming what differs, ``--overwrite`` replaces
     only ``compare.json``; an evaluation's or a generation's files beside it stay."""
+    from idc_toolkit.judge import JUDGE_DIR, JUDGES_DIR
     from idc_toolkit.runs import RunFolder
 
-    return RunFolder(out_dir, "compare", run, owned=(COMPARE_FILE,), tolerated=(*OUTPUT_FILES, *MODEL_RUN_FILES),
+    return RunFolder(out_dir, "compare", run, owned=(COMPARE_FILE, "compare.md", "compare.tex"),
+                     tolerated=(*OUTPUT_FILES, *MODEL_RUN_FILES, JUDGE_DIR, JUDGES_DIR),
                      card_record=False, record_file="compare.json", legacy_record=_legacy_compare).open(overwrite)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import input_folder, output_folder, shown_uri
 
-from .args import CompareArgs, EvalArgs, ReferenceArgs
+from .args import EvalArgs, ReferenceArgs
 from .check import refuse_bad_file
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
@@ -154,7 +154,9 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     folder = open_evaluation_folder(Path(out), run, a.overwrite, progress is not None) if out is not None and main else None
     judge = None
     if a.judge:
-        judge = judge_metric(prep, refs, a, out, engine, progress)
+        from idc_toolkit.judge import JUDGE_DIR
+
+        judge = judge_metric(prep, refs, a, None if out is None else Path(out) / JUDGE_DIR, engine, progress)
         if judge is None:
             return None
     if not main:
@@ -188,11 +190,11 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     return Evaluation(data, result)
 
 
-def judge_metric(prep: Any, refs: References, a: Any, out: Optional[Path], engine: Any,
+def judge_metric(prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,
                  progress: Optional[Callable[[str], None]]) -> Any:
     """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of the prepared pairs (``None``
-    where this job does not hold every judgement); judged under ``out/judge`` when there is an out."""
-    from idc_toolkit.judge.run import JUDGE_DIR, judge_pairs, pair_rows
+    where this job does not hold every judgement); judged in ``folder`` (kept) or a temporary one."""
+    from idc_toolkit.judge.run import judge_pairs, pair_rows
     from idc_toolkit.metrics.judge import from_records
     from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
@@ -204,8 +206,7 @@ def judge_metric(prep: Any, refs: References, a: Any, out: Optional[Path], engin
     rows = pair_rows(prep.hypotheses, prep.references, no_change, differences)
     if progress:
         progress(f"judging {len(rows):,} pairs with {a.judge}")
-    records = judge_pairs(rows, a, None if out is None else Path(out) / JUDGE_DIR, engine=engine, overwrite=a.overwrite,
-                          progress=progress is not None)
+    records = judge_pairs(rows, a, folder, engine=engine, overwrite=a.overwrite, progress=progress is not None)
     if records is None:
         return None
     return from_records(list(prep.references), records)
@@ -217,54 +218,3 @@ def _difference_list(value: Any, column: str, pid: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
     raise EvaluationError(f"--differences-column {column!r}, pair {pid!r}: {value!r} is not a string or a list of strings")
-
-
-def compare_systems(a: Predictions, b: Predictions, args: Optional[CompareArgs] = None, **fields: Any) -> dict[str, Any]:
-    """The paired bootstrap test of two systems on the same pairs (Koehn 2004); ``args`` is a
-    :class:`~.args.CompareArgs` (or ``fields`` make one). ``out`` gets ``compare.json`` under the
-    run engine's rule (:func:`~.outputs.open_compare_folder`)."""
-    from idc_toolkit.metrics.bootstrap import paired_test
-    from idc_toolkit.metrics.core import build_cache
-    from idc_toolkit.metrics.meteor import one_jvm_set
-    from idc_toolkit.metrics.registry import metric_class, resolve_families
-
-    from .protocols import get_protocol
-
-    from idc_toolkit import __version__
-    from idc_toolkit.runs.fingerprint import digest
-
-    from .outputs import COMPARE_FILE, open_compare_folder
-
-    c = args if args is not None else CompareArgs(**fields)
-    out = None if c.out is None else output_folder(c.out, EvaluationError)
-    proto = get_protocol("rcc")
-    refs = proto.references(load_references(c))
-    preps = [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=c.allow_missing,
-                     drop_empty_references=c.drop_empty_references, breakdown=False) for p in (a, b)]
-    if list(preps[0].references) != list(preps[1].references):
-        raise EvaluationError("A and B do not cover the same pairs; a paired test needs the same pairs")
-    folder = None
-    if out is not None:  # checked before the bootstrap runs
-        run = {"a": digest(preps[0].hypotheses), "b": digest(preps[1].hypotheses), "references": refs.fingerprint,
-               "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed, "spice": bool(c.spice_jars),
-               "allow_missing": c.allow_missing, "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
-        folder = open_compare_folder(Path(out), run, c.overwrite)
-    # a metric that needs what not every machine has (SPICE's jars) is only run when asked
-    families = tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
-    caches = []
-    with one_jvm_set():  # A and B are scored one after the other: one METEOR JVM serves both
-        try:
-            for prep in preps:
-                caches.append(build_cache(prep.hypotheses, prep.references, families, c.spice_jars))
-            idx = list(range(len(caches[0].ids)))
-            result = paired_test(caches[0], caches[1], idx, c.bootstrap, c.seed)
-        finally:
-            for cache in caches:
-                cache.close()
-    report = {"a": _source(a), "b": _source(b), "n_pairs": len(caches[0].ids), "resamples": c.bootstrap, "seed": c.seed, "metrics": result}
-    if folder is not None:
-        from idc_toolkit.runs.folder import write_json_atomic
-
-        write_json_atomic(Path(out) / COMPARE_FILE, report)
-        folder.finalise(lambda final: None)
-    return report

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from .evaluators.scoring import compare_systems, evaluate_predictions  # noqa: F401  (re-exported)
+from .evaluators.compare import compare_systems  # noqa: F401  (re-exported)
+from .evaluators.scoring import evaluate_predictions  # noqa: F401  (re-exported)
 
 
 def build_dataset(name: str, raw: str | Path, out: str | Path, *, config: Optional[dict[str, str]] = None, **options: Any):

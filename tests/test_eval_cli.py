@@ -116,7 +116,8 @@ def test_compare(demo_dataset, tmp_path, capsys):
 def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, monkeypatch):
     """A and B share one set of JVMs (loading one costs ~6 s of a core), with the values of
     separate evaluations of A and of B."""
-    from idc_toolkit.evaluators.scoring import compare_systems, evaluate_predictions
+    from idc_toolkit.evaluators.compare import compare_systems
+    from idc_toolkit.evaluators.scoring import evaluate_predictions
     from idc_toolkit.metrics import meteor
 
     refs = _test_refs(demo_dataset)
@@ -207,3 +208,40 @@ def test_a_default_run_is_quiet_about_spice_without_its_jars(demo_dataset, tmp_p
     assert "SPICE" not in captured.err and "SPICE" not in captured.out
     overall = json.loads((tmp_path / "e" / "metrics.json").read_text())["overall"]
     assert {"Bleu_4", "METEOR", "ROUGE_L", "CIDEr"} <= set(overall) and "SPICE" not in overall
+
+
+def test_compare_groups_of_seed_runs(demo_dataset, tmp_path, capsys):
+    """A side may be several runs (seeds): the same run given twice is that run (the group's
+    resampled score is its runs' mean), each run is reported with its interval, and each side's
+    mean and sd equal the runs scored alone."""
+    import statistics
+
+    from idc_toolkit.evaluators.compare import compare_systems
+    from idc_toolkit.evaluators.scoring import evaluate_predictions
+
+    refs = _test_refs(demo_dataset)
+    runs = []
+    for k in range(3):
+        folder = tmp_path / "mine" / f"seed_{k}"
+        folder.mkdir(parents=True)
+        preds = {pid: (caps[0] if n % (k + 2) else "the scene is unchanged") for n, (pid, caps) in enumerate(refs.captions.items())}
+        (folder / "predictions.jsonl").write_text("".join(json.dumps({"pair_id": p, "caption": c}) + "\n" for p, c in preds.items()))
+        runs.append(folder / "predictions.jsonl")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({pid: "the cube moved" for pid in refs.captions}))
+    opts = {"dataset": str(demo_dataset), "metrics": ["BLEU", "CIDEr"], "bootstrap": 200}
+    single = compare_systems(str(runs[0]), str(other), **opts)
+    twice = compare_systems([str(runs[0]), str(runs[0])], str(other), **opts)
+    for m, v in single["metrics"].items():
+        assert twice["metrics"][m] == pytest.approx(v)
+    assert twice["groups"]["a"]["sd"]["CIDEr"] == 0.0 and single["groups"]["a"]["sd"]["CIDEr"] is None
+    grouped = compare_systems(str(tmp_path / "mine"), str(other), **opts, out=str(tmp_path / "c"))
+    alone = [evaluate_predictions(str(r), dataset=str(demo_dataset), metrics=["BLEU", "CIDEr"])["overall"] for r in runs]
+    assert [r["scores"]["CIDEr"] for r in grouped["runs"]["a"]] == pytest.approx([a["CIDEr"] for a in alone])
+    assert grouped["groups"]["a"]["mean"]["CIDEr"] == pytest.approx(statistics.fmean(a["CIDEr"] for a in alone))
+    assert grouped["groups"]["a"]["sd"]["CIDEr"] == pytest.approx(statistics.stdev(a["CIDEr"] for a in alone))
+    assert grouped["metrics"]["CIDEr"]["a"] == pytest.approx(statistics.fmean(a["CIDEr"] for a in alone))
+    low, high = grouped["runs"]["a"][1]["ci"]["CIDEr"]
+    assert low <= alone[1]["CIDEr"] <= high
+    md = (tmp_path / "c" / "compare.md").read_text()
+    assert "A (mean (sd) of 3)" in md and "seed_2" in md and "p (A = B)" in md

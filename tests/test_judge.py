@@ -149,3 +149,18 @@ def test_a_tiny_random_judge_batched_cached_and_sharded(tiny_models, demo_datase
 
     monkeypatch.setattr("idc_toolkit.judge.backends.make_judge", no_model)
     assert judge_pairs(rows, args, tmp_path / "whole", progress=False) == whole
+
+
+def test_the_paired_test_takes_the_judge_columns(endpoint, tmp_path):
+    from idc_toolkit.evaluators.compare import compare_systems
+
+    preds, refs, cats = _files(tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({k: "there is no change." for k in CAPTIONS}))
+    report = compare_systems(str(preds), str(other), references=str(refs), categories=str(cats), metrics=["BLEU"],
+                             judge="scripted", judge_endpoint=endpoint, bootstrap=100, out=str(tmp_path / "c"))
+    # B says "no change" everywhere: it states no difference, its claim is unsupported on the change
+    # pairs and supported on p3 only (p4's reference words it otherwise), and it is right on both no-change pairs
+    assert report["metrics"]["Judge_recall"]["a"] == 0.5 and report["metrics"]["Judge_recall"]["b"] == 0.0
+    assert report["metrics"]["Judge_no_change"]["b"] == 1.0 and report["metrics"]["Judge_hallucination"]["b"] == 0.75
+    assert (tmp_path / "c" / "judges" / "a0" / "judgements.jsonl").is_file()

@@ -2,7 +2,7 @@
 
     idc-eval --predictions P (--dataset DS [--split test] | --references R [--categories C]) --out DIR
     idc-eval --model blip2idc|davir|vlm --base-model NAME_OR_PATH [--adapter PATH] --dataset DS --out DIR
-    idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]
+    idc-eval compare A B (--dataset DS | --references R) [--out DIR] [--bootstrap N]   (A, B: a run or a group of seeds)
     idc-eval lmms-tasks [--dataset TASK=PATH ...] [--out DIR]   (the lmms-eval task pack)
     idc-eval check-references FILE [--dataset DS [--split S]]   (every problem of a file, one line each)
     idc-eval masks --dataset DS --reference COLUMN|FOLDER [--column C | --predicted FOLDER]   (masks against ground truth)
@@ -67,9 +67,11 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
 
 
 def make_compare_parser() -> argparse.ArgumentParser:
-    p = common.parser("idc-eval compare", "Paired bootstrap test of two prediction files.")
-    p.add_argument("a", help="predictions of system A")
-    p.add_argument("b", help="predictions of system B")
+    p = common.parser("idc-eval compare", "Paired bootstrap test of two systems, each one run or a group of runs (seeds).")
+    side = ("predictions of system {}: a file, comma-separated files (its seeds), or a folder whose runs each hold a "
+            "predictions.jsonl")
+    p.add_argument("a", help=side.format("A"))
+    p.add_argument("b", help=side.format("B"))
     from ..evaluators.args import CompareArgs
 
     _add_args(p, CompareArgs)
@@ -205,12 +207,16 @@ def run_check(args) -> int:
 
 
 def run_compare(args) -> dict:
-    from ..evaluators.scoring import compare_systems
+    from ..evaluators.compare import compare_systems
 
     from ..evaluators.args import CompareArgs
     from ..options import from_namespace
 
     report = compare_systems(args.a, args.b, from_namespace(CompareArgs, args))
+    if any(g["runs"] > 1 for g in report["groups"].values()):
+        from ..evaluators.compare import tables
+
+        print(tables(report)[0])
     print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
           "| --- | ---: | ---: | ---: | --- | ---: |")
     for m, v in report["metrics"].items():

@@ -9,3 +9,5 @@ OpenAI-compatible endpoint), batched, cached per pair on the run engine (:mod:`.
 
 #: the folder under an evaluation's ``--out`` holding its judgements (a run of its own)
 JUDGE_DIR = "judge"
+#: the folder under ``idc-eval compare``'s ``--out`` holding each compared run's judgements
+JUDGES_DIR = "judges"

@@ -67,12 +67,28 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
     """Per metric: A's and B's scores on the pairs, their difference A - B, the resampled
     differences' mean (``mean_difference``, which can differ from A - B in sign when the two are
     close) and 95% percentile interval, and the p-value."""
+    return paired_group_test([cache_a], [cache_b], idx, n_resamples, seed)[0]
+
+
+def paired_group_test(runs_a: "list[PairCache]", runs_b: "list[PairCache]", idx: list[int], n_resamples: int,
+                      seed: int) -> tuple[dict[str, dict[str, float]], list[dict[str, dict[str, list[float]]]]]:
+    """:func:`paired_test` of two groups of runs (seeds of one system each): a system's score in a
+    resample is the mean of its runs' scores on the same resampled pairs, so one run per side is
+    exactly :func:`paired_test`. Also returns each run's own 95% interval from those resamples
+    (A's runs, then B's): ``[{metric: [low, high]}, ...]``."""
     rng = np.random.default_rng(seed)
     weights = resample_counts(len(idx), n_resamples, rng)
-    sa = metric_samples(cache_a, idx, weights)
-    sb = metric_samples(cache_b, idx, weights)
     whole = np.ones((1, len(idx)))  # every pair once: the systems' own scores
-    full_a, full_b = metric_samples(cache_a, idx, whole), metric_samples(cache_b, idx, whole)
+    per_run = [metric_samples(c, idx, weights) for c in (*runs_a, *runs_b)]
+    intervals = [{m: [float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))] for m, v in run.items()
+                  if not np.isnan(v).all()} for run in per_run]
+
+    def mean_of(runs: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        return {m: np.mean([r[m] for r in runs], axis=0) for m in runs[0] if all(m in r for r in runs)}
+
+    sa, sb = mean_of(per_run[: len(runs_a)]), mean_of(per_run[len(runs_a):])
+    full_a = mean_of([metric_samples(c, idx, whole) for c in runs_a])
+    full_b = mean_of([metric_samples(c, idx, whole) for c in runs_b])
     out = {}
     for metric in sa:
         if metric not in sb:
@@ -91,4 +107,4 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
             "ci_high": float(np.percentile(d, 97.5)),
             "p_value": p,
         }
-    return out
+    return out, intervals

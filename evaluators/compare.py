@@ -1,0 +1,155 @@
+"""``idc-eval compare``: the paired bootstrap test of two systems on the same pairs (Koehn 2004),
+where each side is one run or a group of runs of one system (seeds).
+
+A side is a predictions file, ``{pair_id: caption}``, a comma-separated list of files, a list,
+or a folder whose runs each hold a ``predictions.jsonl`` (``eval/seed_0/``, ``eval/seed_1/``,
+...). A group's score in a resample is the mean of its runs' scores on the same resampled
+pairs (:func:`~idc_toolkit.metrics.bootstrap.paired_group_test`); with one run a side, the test
+is the two-system test exactly. Every run is also reported alone, with its own bootstrap
+interval, and each side's mean and standard deviation across its runs (ddof 1), as papers that
+report seeds print them (``compare.md`` / ``compare.tex``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from idc_toolkit.errors import EvaluationError
+from idc_toolkit.stores import output_folder
+
+from .args import CompareArgs
+from .predictions import prepare
+from .scoring import Predictions, _predictions, _source, judge_metric, load_references
+
+Side = Union[Predictions, Sequence[Predictions]]
+
+
+def runs_of(side: Side, name: str) -> list[Predictions]:
+    """The runs one side names (module docstring)."""
+    if isinstance(side, Mapping):
+        return [side]
+    if isinstance(side, (list, tuple)):
+        runs = [r for s in side for r in runs_of(s, name)]
+    elif "," in str(side):
+        runs = [p.strip() for p in str(side).split(",") if p.strip()]
+    elif Path(side).is_dir():
+        runs = [str(p) for p in sorted(Path(side).rglob("predictions.jsonl"))]
+        if not runs:
+            raise EvaluationError(f"{name} {side}: a folder of runs holds a predictions.jsonl in each run's folder; none found")
+    else:
+        runs = [str(side)]
+    if not runs:
+        raise EvaluationError(f"{name}: no predictions given")
+    return runs
+
+
+def _sd(values: list[float]) -> Optional[float]:
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fields: Any) -> dict[str, Any]:
+    """The paired test of ``a`` and ``b`` (module docstring); ``args`` is a :class:`~.args.CompareArgs`
+    (or ``fields`` make one). ``out`` gets ``compare.json``, ``compare.md`` and ``compare.tex``
+    under the run engine's rule (:func:`~.outputs.open_compare_folder`)."""
+    from idc_toolkit import __version__
+    from idc_toolkit.metrics.bootstrap import metric_samples, paired_group_test
+    from idc_toolkit.metrics.core import build_cache
+    from idc_toolkit.metrics.meteor import one_jvm_set
+    from idc_toolkit.metrics.registry import metric_class, resolve_families
+    from idc_toolkit.runs.fingerprint import digest
+
+    from .outputs import COMPARE_FILE, open_compare_folder
+    from .protocols import get_protocol
+
+    c = args if args is not None else CompareArgs(**fields)
+    out = None if c.out is None else output_folder(c.out, EvaluationError)
+    sides = {"a": runs_of(a, "A"), "b": runs_of(b, "B")}
+    proto = get_protocol("rcc")
+    refs = proto.references(load_references(c))
+    preps = {s: [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=c.allow_missing,
+                         drop_empty_references=c.drop_empty_references, breakdown=False) for p in runs]
+             for s, runs in sides.items()}
+    every = [p for s in preps.values() for p in s]
+    if any(list(p.references) != list(every[0].references) for p in every):
+        raise EvaluationError("the runs compared do not all cover the same pairs; a paired test needs the same pairs")
+    folder = None
+    if out is not None:  # checked before the bootstrap runs
+        run = {**{s: (digest(p[0].hypotheses) if len(p) == 1 else [digest(r.hypotheses) for r in p]) for s, p in preps.items()},
+               "references": refs.fingerprint, "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed,
+               "spice": bool(c.spice_jars), "allow_missing": c.allow_missing,
+               "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
+        if c.judge:
+            from idc_toolkit.judge.run import judge_fields
+
+            run["judge"] = judge_fields(c)
+        folder = open_compare_folder(Path(out), run, c.overwrite)
+    judges: dict[str, list[Any]] = {s: [None] * len(p) for s, p in preps.items()}
+    if c.judge:  # each run's captions judged on their own, kept in OUT/judges/<a|b><k>
+        from idc_toolkit.judge import JUDGES_DIR
+
+        judges = {s: [judge_metric(prep, refs, c, None if out is None else Path(out) / JUDGES_DIR / f"{s}{k}", None, None)
+                      for k, prep in enumerate(p)] for s, p in preps.items()}
+    # a metric that needs what not every machine has (SPICE's jars) is only run when asked
+    families = tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
+    caches: dict[str, list[Any]] = {"a": [], "b": []}
+    with one_jvm_set():  # the runs are scored one after the other: one METEOR JVM serves them all
+        try:
+            for s, p in preps.items():
+                for prep, judge in zip(p, judges[s]):
+                    caches[s].append(build_cache(prep.hypotheses, prep.references, families, c.spice_jars,
+                                                 extra=[judge] if judge else []))
+            idx = list(range(len(caches["a"][0].ids)))
+            result, intervals = paired_group_test(caches["a"], caches["b"], idx, c.bootstrap, c.seed)
+            import numpy as np
+
+            whole = np.ones((1, len(idx)))
+            alone = [{m: float(v[0]) for m, v in metric_samples(cache, idx, whole).items()}
+                     for cache in (*caches["a"], *caches["b"])]
+        finally:
+            for cache in (*caches["a"], *caches["b"]):
+                cache.close()
+    runs, k = {}, 0
+    for s, sources in sides.items():
+        runs[s] = []
+        for src in sources:
+            runs[s].append({"source": _source(src), "scores": alone[k], "ci": intervals[k]})
+            k += 1
+    groups = {s: {"runs": len(r), "mean": {m: statistics.fmean(x["scores"][m] for x in r) for m in result},
+                  "sd": {m: _sd([x["scores"][m] for x in r]) for m in result}} for s, r in runs.items()}
+    shown = {s: _source(sides[s][0]) if len(sides[s]) == 1 else [_source(x) for x in sides[s]] for s in sides}
+    report = {**shown, "n_pairs": len(idx), "resamples": c.bootstrap, "seed": c.seed, "metrics": result,
+              "runs": runs, "groups": groups}
+    if folder is not None:
+        from idc_toolkit.runs.folder import write_json_atomic, write_text_atomic
+
+        md, tex = tables(report)
+        write_json_atomic(Path(out) / COMPARE_FILE, report)
+        write_text_atomic(Path(out) / "compare.md", md)
+        write_text_atomic(Path(out) / "compare.tex", tex)
+        folder.finalise(lambda final: None)
+    return report
+
+
+def tables(report: dict[str, Any]) -> tuple[str, str]:
+    """One row per run (score [95% interval]) and per side (mean (sd) across its runs), x100,
+    and the paired test's p-value per metric."""
+    from .layouts import SHORT, RunLabel, _tables
+
+    metrics = list(report["metrics"])
+    header = ["run", *(SHORT.get(m, m) for m in metrics)]
+    rows = []
+    for s in ("a", "b"):
+        for k, r in enumerate(report["runs"][s]):
+            rows.append([f"{s.upper()}{k} {Path(r['source']).parent.name or r['source']}",
+                         *(f"{100 * r['scores'][m]:.1f} [{100 * r['ci'][m][0]:.1f}, {100 * r['ci'][m][1]:.1f}]"
+                           if m in r["ci"] else f"{100 * r['scores'][m]:.1f}" for m in metrics)])
+        g = report["groups"][s]
+        rows.append([f"{s.upper()} (mean (sd) of {g['runs']})",
+                     *(f"{100 * g['mean'][m]:.1f}" + ("" if g["sd"][m] is None else f" ({100 * g['sd'][m]:.1f})")
+                       for m in metrics)])
+    rows.append(["p (A = B)", *(f"{report['metrics'][m]['p_value']:.3f}" for m in metrics)])
+    caption = (f"A against B on the same {report['n_pairs']} pairs, x100: each run with its 95% bootstrap interval, "
+               f"each side's mean (sd) across runs, and the paired bootstrap p-value ({report['resamples']} resamples).")
+    return _tables(header, rows, caption, RunLabel(), "compare")
