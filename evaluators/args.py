@@ -103,6 +103,9 @@ class EvalArgs(JudgeArgs, ReferenceArgs):
     group_names: Optional[str] = option(None, "JSON {group: name shown} for the layouts (default: the papers' names)")
     name: str = option("this run", "the run's row label in the layout tables")
     strict: bool = option(False, "refuse what is otherwise a warning: a protocol applied to data it was not written for")
+    reversed: Optional[str] = option(None, "captions of the same pairs with before and after swapped (what --model --reverse "
+                                           "writes): adds reversibility, Judge_reversibility with --judge (docs/scoring.md)",
+                                     metavar="PREDICTIONS")
 
 
 @dataclass

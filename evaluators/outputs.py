@@ -211,7 +211,7 @@ OUTPUT_FILES = ("metrics.json", "metrics.md", "per_pair.csv", "by_category.png",
 
 
 #: what ``idc-eval --model`` keeps beside an evaluation in the same ``--out``
-MODEL_RUN_FILES = ("predictions.jsonl", "model.json", "attention")
+MODEL_RUN_FILES = ("predictions.jsonl", "model.json", "attention", "reversed")  # reversed/: --reverse's swapped-pair captions
 EVALUATION_RECORD = "evaluation.json"
 
 

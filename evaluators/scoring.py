@@ -146,6 +146,15 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
            "drop_empty_references": a.drop_empty_references, "breakdown": a.breakdown, "bootstrap": a.bootstrap,
            "seed": a.seed, "spice": bool(a.spice_jars), "layouts": sorted(layouts), "group_names": path_content(a.group_names),
            "name": a.name, "toolkit_version": __version__}
+    backward = None
+    if a.reversed:
+        backward = _predictions(a.reversed)
+        lacking = [pid for pid in prep.hypotheses if pid not in backward]
+        if lacking:
+            raise EvaluationError(f"--reversed {a.reversed}: no caption for {len(lacking)} pair(s) scored: "
+                                  f"{', '.join(map(repr, lacking[:5]))}")
+        backward = {pid: backward[pid] for pid in prep.hypotheses}
+        run["reversed"] = digest(backward)
     if a.judge:
         from idc_toolkit.judge.run import judge_fields
 
@@ -156,7 +165,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if a.judge:
         from idc_toolkit.judge import JUDGE_DIR
 
-        judge = judge_metric(prep, refs, a, None if out is None else Path(out) / JUDGE_DIR, engine, progress)
+        judge = judge_metric(prep, refs, a, None if out is None else Path(out) / JUDGE_DIR, engine, progress, backward)
         if judge is None:
             return None
     if not main:
@@ -170,8 +179,13 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
         log.warning("warning: %s", w)
     if out is not None:
         preload_chart_libraries()
+    extra = [m for m in (judge,) if m]
+    if backward is not None:
+        from idc_toolkit.metrics.reverse import ReverseOverlap
+
+        extra.append(ReverseOverlap(list(prep.references), prep.hypotheses, backward))
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed,
-                          progress=progress, tokenize=proto.tokenize, extra=[judge] if judge else [])
+                          progress=progress, tokenize=proto.tokenize, extra=extra)
     add_derived(result, proto.derived)
     if result.spice_status not in ("ok", "not requested"):
         log.warning("warning: %s", result.spice_status)
@@ -191,7 +205,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
 
 
 def judge_metric(prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,
-                 progress: Optional[Callable[[str], None]]) -> Any:
+                 progress: Optional[Callable[[str], None]], backward: Optional[dict[str, str]] = None) -> Any:
     """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of the prepared pairs (``None``
     where this job does not hold every judgement); judged in ``folder`` (kept) or a temporary one."""
     from idc_toolkit.judge.run import judge_pairs, pair_rows
@@ -203,7 +217,7 @@ def judge_metric(prep: Any, refs: References, a: Any, folder: Optional[Path], en
         column = refs.columns[a.differences_column]
         differences = {pid: _difference_list(column.get(pid), a.differences_column, pid) for pid in prep.references}
     no_change = {pid: prep.categories.get(pid) in NO_CHANGE_CATEGORIES for pid in prep.references}
-    rows = pair_rows(prep.hypotheses, prep.references, no_change, differences)
+    rows = pair_rows(prep.hypotheses, prep.references, no_change, differences, backward)
     if progress:
         progress(f"judging {len(rows):,} pairs with {a.judge}")
     records = judge_pairs(rows, a, folder, engine=engine, overwrite=a.overwrite, progress=progress is not None)

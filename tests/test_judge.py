@@ -36,6 +36,10 @@ def scripted_answer(prompt: str) -> str:
         listed = prompt.split("as follows:\n")[1].split("\n\nA caption")[0]
         claim = prompt.split("claims:\n")[1].split("\n")[0]
         return "yes." if claim in listed else "no."
+    if "the second undoing the first" in prompt:
+        forward = prompt.split("from A to B says:\n")[1].split("\n")[0]
+        backward = prompt.split("from B to A says:\n")[1].split("\n")[0]
+        return "Yes" if backward == forward.replace("turned blue", "turned red").replace("red cube", "blue cube") else "No"
     caption = prompt.split("says:\n")[1].split("\n")[0]
     return "Yes" if "no change" in caption else "No"
 
@@ -104,7 +108,7 @@ def test_scripted_judgements_aggregate_as_computed_by_hand(endpoint, tmp_path):
     records = [json.loads(line) for line in (out / "judge" / "judgements.jsonl").read_text().splitlines()]
     assert records[0] == {"pair_id": "p1", "differences": ["the red cube turned blue."], "stated": [True],
                           "claims": ["the red cube turned blue.", "a sphere appeared."], "supported": [True, False],
-                          "no_change": False, "says_no_change": None}
+                          "no_change": False, "says_no_change": None, "reversed": None, "inverse": None}
     assert "J-Rec" in (out / "layout_total_semantic.md").read_text()
     assert "Judge_recall" in (out / "by_category.csv").read_text().splitlines()[0]
     # scored again with other options: the judgements are read back, nothing is asked again
@@ -164,3 +168,24 @@ def test_the_paired_test_takes_the_judge_columns(endpoint, tmp_path):
     assert report["metrics"]["Judge_recall"]["a"] == 0.5 and report["metrics"]["Judge_recall"]["b"] == 0.0
     assert report["metrics"]["Judge_no_change"]["b"] == 1.0 and report["metrics"]["Judge_hallucination"]["b"] == 0.75
     assert (tmp_path / "c" / "judges" / "a0" / "judgements.jsonl").is_file()
+
+
+def test_reversibility_judged_and_by_inverted_ngrams(endpoint, tmp_path):
+    from idc_toolkit.evaluators.scoring import evaluate_predictions
+    from idc_toolkit.metrics.reverse import invert
+
+    assert invert("A red cube was added.") == "a red cube was removed"
+    assert invert("the ball disappeared") == "the ball appeared"
+    preds, refs, cats = _files(tmp_path)
+    backward = {"p1": "the blue cube turned red. a sphere appeared.",  # the inverse, as the scripted rule reads it
+                "p2": "a cylinder was removed.", "p3": "there is no change.", "p4": "the cube moved back."}
+    (tmp_path / "back.json").write_text(json.dumps(backward))
+    m = evaluate_predictions(str(preds), references=str(refs), categories=str(cats), metrics=["BLEU"],
+                             reversed=str(tmp_path / "back.json"), judge="scripted", judge_endpoint=endpoint)
+    assert m["overall"]["Judge_reversibility"] == 0.5  # p1 and p3 (the same "no change" both ways) by the rule
+    assert m["by_category"]["color"]["Judge_reversibility"] == 1.0 and m["by_category"]["no_change"]["Judge_reversibility"] == 0.5
+    assert m["by_category"]["add"]["Reverse_ROUGE_L"] == 0.0  # nothing in common with "nothing changed" inverted
+    assert 0.5 < m["by_category"]["no_change"]["Reverse_ROUGE_L"] < 1.0  # p3 identical, p4 nearly
+    with pytest.raises(Exception, match="no caption for 1 pair"):
+        (tmp_path / "short.json").write_text(json.dumps({k: v for k, v in backward.items() if k != "p4"}))
+        evaluate_predictions(str(preds), references=str(refs), reversed=str(tmp_path / "short.json"), metrics=["BLEU"])

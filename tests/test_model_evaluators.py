@@ -142,6 +142,36 @@ def test_generation_resumes_without_regenerating(models, demo_dataset, tmp_path,
     assert [p["pair_id"] for p in _lines(out / "predictions.jsonl")][:3] == first
 
 
+def test_reverse_captions_the_swapped_pairs_and_scores_reversibility(models, demo_dataset, tmp_path, monkeypatch):
+    """``--reverse``: every pair is captioned a second time with before and after exchanged (into
+    OUT/reversed/), and Reverse_ROUGE_L is the inverted-caption overlap of the two files."""
+    import numpy as np
+
+    from idc_toolkit.metrics.reverse import reverse_overlap
+    from idc_toolkit.models.blip2idc import Blip2IDCRunner
+
+    seen: dict[str, list] = {}
+    original = Blip2IDCRunner.generate
+
+    def spy(self, rows):
+        for r in rows:
+            seen.setdefault(r["pair_id"], []).append((r["before"].tobytes(), r["after"].tobytes()))
+        return original(self, rows)
+
+    monkeypatch.setattr(Blip2IDCRunner, "generate", spy)
+    out = tmp_path / "eval"
+    assert eval_main(["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset),
+                      "--out", str(out), "--device", "cpu", "--batch-size", "5", "--metrics", "BLEU", "--reverse",
+                      "--no-progress"]) == 0
+    assert len(seen) == 10 and all(back == (fwd[1], fwd[0]) and fwd[0] != fwd[1] for fwd, back in seen.values())
+    forward = {p["pair_id"]: p["caption"] for p in _lines(out / "predictions.jsonl")}
+    backward = {p["pair_id"]: p["caption"] for p in _lines(out / "reversed" / "predictions.jsonl")}
+    assert json.loads((out / "reversed" / "model.json").read_text())["swapped"] is True
+    ids = list(forward)
+    expected = float(np.mean(reverse_overlap([forward[i] for i in ids], [backward[i] for i in ids])))
+    assert json.loads((out / "metrics.json").read_text())["overall"]["Reverse_ROUGE_L"] == pytest.approx(expected)
+
+
 def test_another_model_into_the_same_out_is_refused_naming_the_difference(models, demo_dataset, tmp_path, capsys):
     base = ["--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
             "--batch-size", "5", "--predict-only", "--no-progress", "--out", str(tmp_path / "eval")]

@@ -256,12 +256,21 @@ def run_model(args) -> None:
     path = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out),
                                 options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
                                 engine=common.engine_args(args))
+    back = None
+    if args.reverse:  # the same pairs, before and after swapped: what reversibility is scored on
+        from ..models.generation import REVERSED_DIR
+
+        back = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out) / REVERSED_DIR,
+                                    options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
+                                    engine=common.engine_args(args), swap=True)
     if rank != 0 and not args.judge:  # rank 0 scores what every rank generated (every rank judges it)
         return
-    if path is None:  # one --shard job of several: scoring (and judging) waits for the one that completes the set
+    if path is None or (args.reverse and back is None):  # one --shard job of several: the one completing the set scores
         print(f"{args.out}: this --shard job is done; the predictions are written, and scored, by the job that completes the set")
         return
     log.info("predictions: %s", path)
+    if args.reverse:
+        args.reversed = str(back)
     if args.predict_only:
         return
     args.predictions = str(path)

@@ -37,15 +37,18 @@ class PairQuestions:
     stated: list[str]  # one prompt per difference
     supported: list[str]  # one prompt per claim
     says_no_change: Optional[str]  # the prompt, on a no-change pair
+    inverse: Optional[str] = None  # the prompt, where the pair was also captioned with before and after swapped
+    reversed_caption: Optional[str] = None
 
     def prompts(self) -> list[str]:
-        return [*self.stated, *self.supported, *([self.says_no_change] if self.says_no_change else [])]
+        return [*self.stated, *self.supported, *(p for p in (self.says_no_change, self.inverse) if p)]
 
 
-def ask(pair_id: str, caption: str, references: Sequence[str], differences: Sequence[str], no_change: bool) -> PairQuestions:
+def ask(pair_id: str, caption: str, references: Sequence[str], differences: Sequence[str], no_change: bool,
+        reversed_caption: Optional[str] = None) -> PairQuestions:
     """Every question of one pair: a change pair's differences are each checked against the
     caption; every pair's claims against its references; a no-change pair also gets whether it
-    says nothing changed."""
+    says nothing changed; a pair captioned both ways, whether the two captions are inverses."""
     diffs = [] if no_change else [d for d in differences if d.strip()]
     claims = sentences(caption)
     listed = "\n".join(f"- {r.strip()}" for r in references if r.strip())
@@ -54,6 +57,9 @@ def ask(pair_id: str, caption: str, references: Sequence[str], differences: Sequ
         stated=[render("stated", difference=d, caption=caption.strip()) for d in diffs],
         supported=[render("supported", references=listed, claim=c) for c in claims],
         says_no_change=render("no_change", caption=caption.strip()) if no_change else None,
+        inverse=None if reversed_caption is None else render("inverse", forward=caption.strip(),
+                                                             backward=reversed_caption.strip()),
+        reversed_caption=reversed_caption,
     )
 
 
@@ -61,4 +67,5 @@ def record(q: PairQuestions, answers: dict[str, bool]) -> dict:
     """The pair's judgement record (one row of ``judgements.jsonl``)."""
     return {"pair_id": q.pair_id, "differences": q.differences, "stated": [answers[p] for p in q.stated],
             "claims": q.claims, "supported": [answers[p] for p in q.supported], "no_change": q.no_change,
-            "says_no_change": answers[q.says_no_change] if q.says_no_change else None}
+            "says_no_change": answers[q.says_no_change] if q.says_no_change else None,
+            "reversed": q.reversed_caption, "inverse": answers[q.inverse] if q.inverse else None}

@@ -38,7 +38,7 @@ class JudgeTask:
         self.features = Features({"pair_id": Value("string"), "differences": Seq(Value("string")),
                                   "stated": Seq(Value("bool")), "claims": Seq(Value("string")),
                                   "supported": Seq(Value("bool")), "no_change": Value("bool"),
-                                  "says_no_change": Value("bool")})
+                                  "says_no_change": Value("bool"), "reversed": Value("string"), "inverse": Value("bool")})
         self.judge = None
         self.answers: dict[str, bool] = {}
 
@@ -49,7 +49,8 @@ class JudgeTask:
             self.judge = make_judge(self.args, device)
 
     def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
-        asked = [ask(r["pair_id"], r["caption"], r["references"], r["differences"], r["no_change"]) for r in rows]
+        asked = [ask(r["pair_id"], r["caption"], r["references"], r["differences"], r["no_change"], r.get("reversed"))
+                 for r in rows]
         new = list(dict.fromkeys(p for q in asked for p in q.prompts() if p not in self.answers))
         self.answers.update(zip(new, self.judge.answer(new)))
         return PartOutput([record(q, self.answers) for q in asked], {"questions": len(new)})
@@ -76,11 +77,17 @@ def judge_fields(args: JudgeArgs) -> dict[str, Any]:
 
 
 def pair_rows(hypotheses: Mapping[str, str], references: Mapping[str, Sequence[str]], no_change: Mapping[str, bool],
-              differences: Optional[Mapping[str, Sequence[str]]] = None) -> list[dict[str, Any]]:
-    """The engine's source rows: one per pair, in the references' order."""
-    return [{"pair_id": pid, "caption": hypotheses[pid], "references": list(refs),
+              differences: Optional[Mapping[str, Sequence[str]]] = None,
+              reversed_captions: Optional[Mapping[str, str]] = None) -> list[dict[str, Any]]:
+    """The engine's source rows: one per pair, in the references' order (``reversed_captions``:
+    the pairs' captions with before and after swapped, where reversibility is judged too)."""
+    rows = [{"pair_id": pid, "caption": hypotheses[pid], "references": list(refs),
              "differences": list(differences[pid]) if differences is not None else default_differences(refs),
              "no_change": bool(no_change.get(pid))} for pid, refs in references.items()]
+    if reversed_captions is not None:  # (a key only then: the judgements of a run without it keep their fingerprint)
+        for row in rows:
+            row["reversed"] = reversed_captions[row["pair_id"]]
+    return rows
 
 
 def judge_pairs(rows: list[dict[str, Any]], args: JudgeArgs, out: Optional[Path], *, engine: Optional[EngineArgs] = None,

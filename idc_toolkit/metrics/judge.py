@@ -9,7 +9,9 @@ the value is defined:
   references support;
 * ``Judge_hallucination`` — every pair: 1 when at least one claim is supported by no reference;
 * ``Judge_no_change`` — no-change pairs (``no_change`` / ``distractor``): 1 when the caption says
-  nothing changed (DiffSpot's no-diff specificity).
+  nothing changed (DiffSpot's no-diff specificity);
+* ``Judge_reversibility`` — pairs also captioned with before and after swapped (``--reverse``):
+  1 when the two captions describe inverse changes (C3-Bench's reversibility).
 
 Undefined values are NaN and take no part in a mean, a resample or the paired test; a group
 where a column is defined for no pair has no score in it (``n/a``), not 0.
@@ -23,13 +25,14 @@ import numpy as np
 
 from .base import Metric
 
-COLUMNS = ("Judge_recall", "Judge_precision", "Judge_hallucination", "Judge_no_change")
+COLUMNS = ("Judge_recall", "Judge_precision", "Judge_hallucination", "Judge_no_change", "Judge_reversibility")
 #: short names in the papers' table shapes
-SHORT = {"Judge_recall": "J-Rec", "Judge_precision": "J-Prec", "Judge_hallucination": "J-Hal", "Judge_no_change": "J-NC"}
+SHORT = {"Judge_recall": "J-Rec", "Judge_precision": "J-Prec", "Judge_hallucination": "J-Hal", "Judge_no_change": "J-NC",
+         "Judge_reversibility": "J-Rev"}
 
 
 def pair_values(stated: Sequence[bool], supported: Sequence[bool], no_change: bool,
-                says_no_change: Optional[bool]) -> dict[str, float]:
+                says_no_change: Optional[bool], inverse: Optional[bool] = None) -> dict[str, float]:
     """One pair's four values from its judgements (module docstring)."""
     nan = float("nan")
     change = not no_change
@@ -38,14 +41,16 @@ def pair_values(stated: Sequence[bool], supported: Sequence[bool], no_change: bo
         "Judge_precision": float(np.mean(supported)) if change and len(supported) else nan,
         "Judge_hallucination": float(not all(supported)),
         "Judge_no_change": float(bool(says_no_change)) if no_change else nan,
+        "Judge_reversibility": nan if inverse is None else float(inverse),
     }
 
 
 def from_records(ids: Sequence[str], records: dict[str, dict]) -> "JudgeScores":
     """The metric of the judgement records (:func:`idc_toolkit.judge.questions.record`) of ``ids``, in that order."""
     rows = [pair_values(records[i]["stated"], records[i]["supported"], records[i]["no_change"],
-                        records[i]["says_no_change"]) for i in ids]
-    return JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in COLUMNS})
+                        records[i]["says_no_change"], records[i].get("inverse")) for i in ids]
+    columns = COLUMNS if any(records[i].get("inverse") is not None for i in ids) else COLUMNS[:-1]
+    return JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in columns})
 
 
 def nan_mean(values: np.ndarray) -> Optional[float]:
@@ -64,7 +69,8 @@ class JudgeScores(Metric):
 
     def __init__(self, values: dict[str, np.ndarray]):
         super().__init__()
-        self.values = {c: np.asarray(values[c], dtype=np.float64) for c in COLUMNS}
+        self.values = {c: np.asarray(values[c], dtype=np.float64) for c in COLUMNS if c in values}
+        self.columns = tuple(self.values)  # reversibility only where the pairs were also captioned reversed
 
     def compute(self, hypotheses, references) -> None:
         pass

@@ -25,6 +25,8 @@ class GenerateArgs:
     dtype: str = option("auto", "model dtype", choices=("auto", "float32", "bfloat16", "float16"))
     limit: Optional[int] = option(None, "only the first N pairs of the split", check=checks.positive_int)
     predict_only: bool = option(False, "write predictions.jsonl, do not score")
+    reverse: bool = option(False, "also caption every pair with before and after swapped (into OUT/reversed/) and score "
+                                  "reversibility (docs/scoring.md)")
     rows_per_part: Optional[int] = option(None, "pairs per part, the resume and sharding unit (default: --batch-size)",
                                           check=checks.positive_int)
 

@@ -31,6 +31,8 @@ from ..runs.rows import ListRows, decode_image
 log = logging.getLogger(__name__)
 
 PREDICTIONS = MODEL_RUN_FILES[0]
+#: where ``--reverse`` writes the captions of the swapped pairs, inside the run's --out
+REVERSED_DIR = MODEL_RUN_FILES[3]
 #: --overwrite of a generation also removes the evaluation of its old predictions (no stale metrics beside new captions)
 OWNED = (*MODEL_RUN_FILES, *OUTPUT_FILES)
 
@@ -39,10 +41,12 @@ class GenerationTask:
     """The engine's per-batch function: the runner's captions of a batch of pairs. The runner
     is built in :meth:`setup` (once per process, rank or Ray actor)."""
 
-    def __init__(self, runner_cls, runner_kwargs: dict[str, Any], batch_size: int, progress: bool = True):
+    def __init__(self, runner_cls, runner_kwargs: dict[str, Any], batch_size: int, progress: bool = True,
+                 swap: bool = False):
         from datasets import Features, Value
 
         self.runner_cls, self.runner_kwargs, self.batch_size, self.progress = runner_cls, runner_kwargs, batch_size, progress
+        self.swap = swap  # before and after exchanged: the B -> A captions reversibility is scored on
         self.features = Features({"pair_id": Value("string"), "caption": Value("string")})
         self.runner = None
 
@@ -55,7 +59,8 @@ class GenerationTask:
             self.runner = self.runner_cls(device=device, **self.runner_kwargs)
 
     def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
-        decoded = [{**r, "before": decode_image(r["before"]), "after": decode_image(r["after"])} for r in rows]
+        first, second = ("after", "before") if self.swap else ("before", "after")
+        decoded = [{**r, "before": decode_image(r[first]), "after": decode_image(r[second])} for r in rows]
         captions = self.runner.generate(decoded)
         return PartOutput([{"pair_id": str(r["pair_id"]), "caption": c} for r, c in zip(rows, captions)])
 
@@ -73,10 +78,11 @@ def model_fields(model: str, base_model: str, adapter: Optional[str], revision: 
 
 def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: str, out_dir: Path,
                          options: Optional[dict[str, Any]] = None, overwrite: bool = False, progress: bool = True,
-                         engine: Optional[EngineArgs] = None) -> Optional[Path]:
+                         engine: Optional[EngineArgs] = None, swap: bool = False) -> Optional[Path]:
     """Write ``out_dir/predictions.jsonl`` for the split (see module docstring): ``run`` names the
     checkpoint and the batch, ``options`` are the runner's own, ``engine`` which block of the parts
-    this job writes; ``run.device`` is used as given (resolved by the caller)."""
+    this job writes; ``run.device`` is used as given (resolved by the caller). ``swap``: every pair
+    captioned with before and after exchanged (``--reverse``'s captions)."""
     from .. import __version__
     from ..card_data import dataset_facts
 
@@ -93,14 +99,15 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
-              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision)}
+              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision),
+              **({"swapped": True} if swap else {})}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False,
                        tolerated=(JUDGE_DIR,), progress=progress).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final
     kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
-    task = GenerationTask(runner_cls, kwargs, run.batch_size, progress)
+    task = GenerationTask(runner_cls, kwargs, run.batch_size, progress, swap)
     outcome = run_job(folder, {split: rows}, task, rows_per_part=run.rows_per_part or run.batch_size, engine=engine,
                       device=run.device, progress=progress, desc=runner_cls.name)
     if outcome.complete and outcome.is_main:
