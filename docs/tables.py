@@ -127,9 +127,16 @@ def training_defaults() -> str:
     return "\n".join(lines)
 
 
+def judge_prompts() -> str:
+    from idc_toolkit.judge.prompts import PROMPT_SHA, PROMPTS
+
+    blocks = [f"`{name}`:\n\n```text\n{text}\n```" for name, text in PROMPTS.items()]
+    return "\n\n".join(blocks) + f"\n\nTheir hash, in every judged run's fingerprint: `{PROMPT_SHA}`."
+
+
 TABLES = {"mask-params": mask_params, "protocols": protocols, "metrics": metrics, "datasets": datasets,
           "readme-datasets": readme_datasets, "raw-layouts": raw_layouts, "extra-columns": extra_columns,
-          "models": models, "training-defaults": training_defaults}
+          "models": models, "training-defaults": training_defaults, "judge-prompts": judge_prompts}
 _BLOCK = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table:\2 -->)", re.S)
 
 

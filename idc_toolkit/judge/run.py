@@ -31,10 +31,10 @@ class JudgeTask:
     """The engine's per-batch function: every question of a batch of pairs, each distinct
     prompt asked once (LEVIR-CC's no-change pairs share their captions and references)."""
 
-    def __init__(self, args: JudgeArgs):
+    def __init__(self, args: JudgeArgs, progress: bool = True):
         from datasets import Features, Sequence as Seq, Value
 
-        self.args, self.batch_size = args, args.judge_batch_size
+        self.args, self.batch_size, self.progress = args, args.judge_batch_size, progress
         self.features = Features({"pair_id": Value("string"), "differences": Seq(Value("string")),
                                   "stated": Seq(Value("bool")), "claims": Seq(Value("string")),
                                   "supported": Seq(Value("bool")), "no_change": Value("bool"),
@@ -46,6 +46,10 @@ class JudgeTask:
         if self.judge is None:
             from .backends import make_judge
 
+            if not self.progress:
+                from ..devices import quiet_model_loading
+
+                quiet_model_loading()
             self.judge = make_judge(self.args, device)
 
     def __call__(self, split: str, rows: list[dict[str, Any]], start: int) -> PartOutput:
@@ -112,7 +116,7 @@ def judge_pairs(rows: list[dict[str, Any]], args: JudgeArgs, out: Optional[Path]
         folder.open(True)
     final = Path(out) / JUDGEMENTS
     if not folder.complete:
-        outcome = run_job(folder, {"test": ListRows(rows)}, JudgeTask(args), rows_per_part=PAIRS_PER_PART, engine=engine,
+        outcome = run_job(folder, {"test": ListRows(rows)}, JudgeTask(args, progress), rows_per_part=PAIRS_PER_PART, engine=engine,
                           device=judge_device(args), progress=progress, desc=f"judge {args.judge}")
         if outcome.complete and outcome.is_main:
             def stage(stage_dir: Path) -> None:
