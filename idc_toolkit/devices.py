@@ -29,3 +29,31 @@ def quiet_model_loading(*libraries: str) -> None:
 
     for library in libraries or ("transformers",):
         importlib.import_module(f"{library}.utils.logging").disable_progress_bar()
+
+
+def resolve_dtype(dtype: str, device: str):
+    """``--dtype`` as a torch dtype: ``auto`` is bfloat16 on CUDA (float16 where it has none), float32 on CPU."""
+    import torch
+
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+def load_weights(model_class, name: str, flag: str = "--base-model", **kwargs):
+    """``model_class.from_pretrained``, with a weights file that would run pickled code (refused by
+    torch's ``weights_only``: nothing ran) or is corrupt reported in one line naming the model
+    (``flag``: the option that named it)."""
+    import pickle
+
+    from .stores import first_line
+
+    try:
+        return model_class.from_pretrained(name, **kwargs)
+    except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "weights_only" not in str(exc) and "pickle" not in str(exc).lower():
+            raise
+        raise IDCError(f"{flag} {name}: its weights file is not a plain tensor file ({type(exc).__name__}: {first_line(exc)}); "
+                       "nothing in it was run") from None

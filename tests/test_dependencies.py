@@ -24,7 +24,7 @@ LAYERS = [
      "card_data", "prompts", "registry", "options"],
     ["cards", "metrics"],
     ["runs"],
-    ["building", "builders", "masks", "viewer"],
+    ["building", "builders", "masks", "viewer", "judge"],
     ["entities", "augment", "evaluators"],
     ["models"],
     ["training"],

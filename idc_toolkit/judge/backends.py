@@ -43,7 +43,7 @@ class LocalJudge:
                  batch_size: int = 16):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ..models.base import load_weights, resolve_dtype
+        from ..devices import load_weights, resolve_dtype
 
         self.device, self.batch_size = device, batch_size
         torch_dtype = resolve_dtype(dtype, device)
@@ -52,7 +52,7 @@ class LocalJudge:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
-        self.model = load_weights(AutoModelForCausalLM, model, revision=revision, dtype=torch_dtype)
+        self.model = load_weights(AutoModelForCausalLM, model, "--judge", revision=revision, dtype=torch_dtype)
         self.model.to(device).eval()
         self.yes, self.no = answer_token_ids(self.tokenizer)
 

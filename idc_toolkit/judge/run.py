@@ -72,7 +72,7 @@ def judge_device(args: JudgeArgs) -> str:
 
 def judge_fields(args: JudgeArgs) -> dict[str, Any]:
     """What the judgements depend on besides the pairs (the dtype as this machine resolves it)."""
-    from ..models.base import resolve_dtype
+    from ..devices import resolve_dtype
 
     device = judge_device(args)
     dtype = "served" if args.judge_endpoint else str(resolve_dtype(args.judge_dtype, device)).removeprefix("torch.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, ClassVar, Optional
 
-from ..errors import IDCError
+from ..devices import load_weights, resolve_dtype
 
 
 class Runner:
@@ -73,16 +73,6 @@ class Runner:
         return {"base_model": base_model, "adapter": adapter, "revision": revision, "dtype": resolved}
 
 
-def resolve_dtype(dtype: str, device: str):
-    import torch
-
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-
-
 def load_pretrained(model_class, processor_class, name: str, revision: Optional[str], dtype):
     """``(model, processor)`` of a BLIP-2-family checkpoint, with the image token set up
     (:func:`ensure_image_token`): how the runners and the training recipes load a base model."""
@@ -91,22 +81,6 @@ def load_pretrained(model_class, processor_class, name: str, revision: Optional[
     model = load_weights(model_class, name, dtype=dtype, **kwargs)
     ensure_image_token(model, processor)
     return model, processor
-
-
-def load_weights(model_class, name: str, **kwargs):
-    """``model_class.from_pretrained``, with a weights file that would run pickled code (refused by
-    torch's ``weights_only``: nothing ran) or is corrupt reported in one line naming the model."""
-    import pickle
-
-    from ..stores import first_line
-
-    try:
-        return model_class.from_pretrained(name, **kwargs)
-    except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
-        if isinstance(exc, RuntimeError) and "weights_only" not in str(exc) and "pickle" not in str(exc).lower():
-            raise
-        raise IDCError(f"--base-model {name}: its weights file is not a plain tensor file ({type(exc).__name__}: {first_line(exc)}); "
-                       "nothing in it was run") from None
 
 
 def ensure_image_token(model, processor) -> None:

@@ -37,7 +37,8 @@ from ..facts import DatasetFacts
 from ..options import add_options, option
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
-from .base import Runner, load_pretrained, resolve_dtype
+from ..devices import resolve_dtype
+from .base import Runner, load_pretrained
 from .pairs import stacked_pair
 
 BASE_MODEL = "Salesforce/blip2-opt-2.7b"

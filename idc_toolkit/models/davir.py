@@ -34,7 +34,8 @@ from ..options import add_options, option
 from ..files import file_name_for, inside
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
-from .base import Runner, load_pretrained, resolve_dtype
+from ..devices import resolve_dtype
+from .base import Runner, load_pretrained
 
 PROMPT = "Describe the difference between the two images."
 MAX_NEW_TOKENS = 77

@@ -22,7 +22,8 @@ from typing import Any, Optional
 from ..errors import IDCError
 from ..facts import DatasetFacts
 from ..prompts import ANSWER_RULE, PROMPTS, STACKED_PROMPTS, clean_answer, preset_for
-from .base import Runner, load_weights, resolve_dtype
+from ..devices import load_weights, resolve_dtype
+from .base import Runner
 
 MAX_NEW_TOKENS = 40
 

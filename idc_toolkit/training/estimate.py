@@ -88,7 +88,7 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     from peft import get_peft_model
     from transformers import AutoConfig
 
-    from ..models.base import resolve_dtype
+    from ..devices import resolve_dtype
 
     kwargs: dict[str, Any] = {"revision": settings.revision} if settings.revision else {}
     config = AutoConfig.from_pretrained(settings.base_model, **kwargs)

@@ -340,7 +340,7 @@ def load_dtype(dtype: str, device: str):
     """The dtype the frozen base is loaded in: ``auto`` is bf16 on a GPU that has it (a 7B base
     in fp32 needs ~28 GB for weights alone), fp16 on an older GPU, fp32 on CPU. LoRA weights
     are trained in fp32 either way (peft's autocast_adapter_dtype)."""
-    from ..models.base import resolve_dtype
+    from ..devices import resolve_dtype
 
     return resolve_dtype(dtype, device)
 
