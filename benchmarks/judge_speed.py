@@ -25,20 +25,19 @@ QWEN25_7B = {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers
              "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
 
 
-def build(folder: Path, real_size: bool) -> Path:
-    from idc_toolkit.demo.tiny import save_tiny_chat_lm
+def real_size_model(folder: Path, device: str):
+    """Qwen2.5-7B-Instruct's layout, random bf16 weights, built on ``device`` (nothing written)."""
+    import torch
+    from transformers import AutoConfig, Qwen2Config, Qwen2ForCausalLM
 
-    save_tiny_chat_lm(folder)
-    if real_size:
-        import torch
-        from transformers import AutoConfig, Qwen2Config, Qwen2ForCausalLM
-
-        tiny = AutoConfig.from_pretrained(folder)
-        config = Qwen2Config(**QWEN25_7B, bos_token_id=tiny.bos_token_id, eos_token_id=tiny.eos_token_id,
-                             pad_token_id=tiny.pad_token_id)
-        with torch.device("cuda"):
-            Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
-    return folder
+    tiny = AutoConfig.from_pretrained(folder)
+    config = Qwen2Config(**QWEN25_7B, bos_token_id=tiny.bos_token_id, eos_token_id=tiny.eos_token_id,
+                         pad_token_id=tiny.pad_token_id)
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config).eval()
+    torch.set_default_dtype(torch.float32)
+    return model
 
 
 def prompts(n: int) -> list[str]:
@@ -64,14 +63,24 @@ def main() -> int:
     a = p.parse_args()
     import torch
 
+    import transformers
+
+    from idc_toolkit.demo.tiny import save_tiny_chat_lm
     from idc_toolkit.judge.backends import LocalJudge
 
-    model = a.model or str(build(Path(tempfile.mkdtemp(prefix="idc-judge-bench-")), a.real_size))
+    model = a.model or str(save_tiny_chat_lm(Path(tempfile.mkdtemp(prefix="idc-judge-bench-")) / "chat"))
     asked = prompts(a.questions)
-    results = {"model": a.model or ("Qwen2.5-7B layout, random weights" if a.real_size else "tiny random chat LM"),
-               "device": a.device, "questions": len(asked), "torch": torch.__version__}
+    results = {"model": a.model or ("Qwen2.5-7B-Instruct layout, random bf16 weights, tiny tokenizer" if a.real_size
+                                    else "tiny random chat LM"),
+               "device": torch.cuda.get_device_name() if a.device.startswith("cuda") else a.device,
+               "questions": len(asked), "mean prompt tokens": None, "torch": torch.__version__,
+               "transformers": transformers.__version__}
+    judge = LocalJudge(model, device=a.device, batch_size=1)
+    if a.real_size:
+        judge.model = real_size_model(Path(model), a.device)
+    results["mean prompt tokens"] = round(sum(len(judge.tokenizer(judge.text(p))["input_ids"]) for p in asked) / len(asked))
     for batch in (1, 8, 32):
-        judge = LocalJudge(model, device=a.device, batch_size=batch)
+        judge.batch_size = batch
         judge.answer(asked[:batch])  # warm-up
         if a.device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -83,8 +92,9 @@ def main() -> int:
         seconds = time.perf_counter() - t0
         peak = (torch.cuda.max_memory_allocated() / 2**30 if a.device.startswith("cuda")
                 else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
-        results[f"batch {batch}"] = {"questions_per_s": round(len(asked) / seconds, 2), "peak_GiB": round(peak, 2)}
-        del judge
+        results[f"batch {batch}"] = {"questions_per_s": round(len(asked) / seconds, 2),
+                                     "prompt_tokens_per_s": round(len(asked) * results["mean prompt tokens"] / seconds),
+                                     "peak_GiB": round(peak, 2)}
     print(json.dumps(results, indent=2))
     return 0
 

@@ -7,6 +7,12 @@ peak RSS of the process. The real BLIP-2 OPT-2.7B / InstructBLIP-Vicuna-7B confi
 batch 16 in bf16 need a GPU, which this project's machines do not have: not measured here.
 
     python benchmarks/train_speed.py [--steps 40] [--batch-size 8]
+    python benchmarks/train_speed.py --real-size [--steps 12]     (on a GPU)
+
+``--real-size`` (a GPU): both recipes on randomly initialised weights of the real configurations
+(below; the tiny tokenizers and processors), batch 16, bf16, no validation, each run in its own
+process: samples/s from the Trainer's runtime and the peak of ``torch.cuda.max_memory_allocated``,
+beside ``--dry-run``'s estimate of the same run.
 
 It then prints ``idc-train --dry-run``'s figures for the real configurations, built from their
 published sizes (BLIP-2 OPT-2.7B: EVA ViT-g 1408x39, Q-Former 768x12, OPT-2.7B 2560x32;
@@ -19,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 
 def main() -> None:
@@ -109,8 +117,122 @@ def real_size_estimates() -> None:
                   f"| {e.total_bytes / gib:.1f} GiB | {c.total_bytes / gib:.1f} GiB |")
 
 
+DEVICE = os.environ.get("IDC_BENCH_DEVICE", "cuda")  # cpu: a smoke run of the --real-size path with tiny configurations
+
+
+def demo_data(root: Path, n_per_type: int = 10) -> tuple[Path, Path]:
+    """The demo dataset, and the same with DAVIR's masks and entities (tiny random CLIP)."""
+    from idc_toolkit.builders import make_builder
+    from idc_toolkit.building.pipeline import build_dataset
+    from idc_toolkit.demo.generator import generate_demo_release
+    from idc_toolkit.entities.column import add_change_entities
+    from idc_toolkit.masks.column import add_change_masks
+
+    raw = generate_demo_release(root / "raw", n_per_type=n_per_type, size=(112, 84), seed=1)
+    build_dataset(make_builder("clevr_change", raw), root / "ds", progress=False)
+    add_change_masks(root / "ds", root / "masks", device="cpu", progress=False)
+    clip = root / "tiny-clip-bench.json"
+    clip.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8,
+                                                                "head_width": 16},
+                                "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
+    ents = add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-bench", clip_config=str(clip),
+                               device="cpu", progress=False, random_weights=True)
+    return root / "ds", ents.out_dir
+
+
+def save_real_size(name: str, folder: Path, device: str) -> Path:
+    """A randomly initialised model of the real configuration, in bf16, with the tiny processor."""
+    import torch
+    from transformers import AutoConfig, Blip2ForConditionalGeneration, InstructBlipForConditionalGeneration
+
+    from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
+
+    (save_tiny_blip2 if name == "blip2idc" else save_tiny_instructblip)(folder)  # the processor and its special ids
+    tiny = AutoConfig.from_pretrained(folder)
+    config = real_size_configs()[name]
+    config.image_token_index = tiny.image_token_index
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        setattr(config.text_config, key, getattr(tiny.text_config, key))
+    model_class = Blip2ForConditionalGeneration if name == "blip2idc" else InstructBlipForConditionalGeneration
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device(device):
+        model = model_class(config)
+    torch.set_default_dtype(torch.float32)
+    model.save_pretrained(folder)
+    return folder
+
+
+def real_size_child(name: str, base: str, data: str, out: str, steps: int, batch: int, checkpointing: bool) -> None:
+    """One ``train()`` run in this process; prints its peak memory and samples/s as JSON."""
+    import torch
+
+    from idc_toolkit.training import TrainArgs
+    from idc_toolkit.training.train import train
+
+    args = TrainArgs(name, dataset=data, out=out, base_model=base, batch_size=batch, dtype="bfloat16", val_split="",
+                     max_steps=steps, device=DEVICE, report_to="none", progress=False, lr=1e-4,
+                     gradient_checkpointing=checkpointing)
+    train(args)
+    runtime = json.loads((Path(out) / "train_config.json").read_text())["trainer_metrics"]["train_runtime"]
+    peak = torch.cuda.max_memory_allocated() if DEVICE == "cuda" else 0
+    print("RESULT " + json.dumps({"peak_GiB": peak / 2**30,
+                                  "samples_per_s": steps * batch / runtime}))
+
+
+def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None) -> None:
+    """``data_root``: ``demo_data``'s two folders made beforehand (``ds/``, ``ents/``), e.g. on a
+    machine with spaCy, for a GPU machine without it."""
+    import subprocess
+
+    import torch
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training.estimate import estimate
+
+    gpu = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+    print(f"idc-train on the real configurations, random weights ({gpu}, torch {torch.__version__}, "
+          f"{steps} steps, batch {batch}, bf16, no validation)")
+    print("| recipe | `--dry-run` total | peak allocated | samples/s |\n| --- | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        ds, ents = (Path(data_root) / "ds", Path(data_root) / "ents") if data_root else demo_data(root)
+        for name, data in (("blip2idc", ds), ("davir", ents)):
+            base = save_real_size(name, root / f"base_{name}", DEVICE)
+            for ckpt in ((False,) if name == "blip2idc" else (False, True)):
+                settings = resolve_settings(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
+                                            TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=batch,
+                                                      dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
+                guess = estimate(get_recipe_class(name), settings, DatasetFacts(builder="clevr_change", pair_style="scene"),
+                                 DEVICE).total_bytes / 2**30
+                out = root / f"run_{name}_{ckpt}"
+                proc = subprocess.run([sys.executable, __file__, "--child", name, str(base), str(data), str(out), str(steps),
+                                       str(batch), str(int(ckpt))], capture_output=True, text=True)
+                line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+                if line is None:
+                    print(f"| {name}{', checkpointing' if ckpt else ''} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | |")
+                    continue
+                r = json.loads(line[7:])
+                error = f" ({100 * (guess - r['peak_GiB']) / r['peak_GiB']:+.0f}%)" if r["peak_GiB"] else ""
+                print(f"| {name}{', `--gradient-checkpointing`' if ckpt else ''} | {guess:.2f} GiB | {r['peak_GiB']:.2f} GiB"
+                      f"{error} | {r['samples_per_s']:.1f} |", flush=True)
+            import shutil
+
+            shutil.rmtree(base)
+
+
 if __name__ == "__main__":
-    if "--estimates-only" in sys.argv:
+    if "--child" in sys.argv:
+        k = sys.argv.index("--child")
+        name, base, data, out, steps, batch, ckpt = sys.argv[k + 1: k + 8]
+        real_size_child(name, base, data, out, int(steps), int(batch), ckpt == "1")
+    elif "--real-size" in sys.argv:
+        real_size_runs(int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 12,
+                       data_root=sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else None)
+    elif "--make-data" in sys.argv:
+        demo_data(Path(sys.argv[sys.argv.index("--make-data") + 1]))
+    elif "--estimates-only" in sys.argv:
         real_size_estimates()
     else:
         main()
