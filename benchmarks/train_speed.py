@@ -148,6 +148,12 @@ def save_real_size(name: str, folder: Path, device: str) -> Path:
     from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
     (save_tiny_blip2 if name == "blip2idc" else save_tiny_instructblip)(folder)  # the processor and its special ids
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(folder)
+    side = real_size_configs()[name].vision_config.image_size  # the real 224 px (the tiny processor's 56 px would shrink the ViT's work)
+    processor.image_processor.size = {"height": side, "width": side}
+    processor.save_pretrained(folder)
     tiny = AutoConfig.from_pretrained(folder)
     config = real_size_configs()[name]
     config.image_token_index = tiny.image_token_index
