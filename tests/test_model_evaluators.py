@@ -351,3 +351,22 @@ def test_a_pickled_base_or_adapter_is_refused_in_one_line(models, demo_dataset, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not a plain tensor file" in err, err
     assert not marker.exists()
+
+
+def test_a_processor_of_another_image_size_is_refused(models, demo_dataset, tmp_path, capsys):
+    """A processor that makes 224 px images for a vision model built for 56 px (or the reverse)
+    is refused before any weight loads: BLIP-2 would otherwise read a grid its position
+    embeddings do not describe, silently."""
+    import shutil
+
+    from transformers import AutoProcessor
+
+    base = tmp_path / "blip2_224"
+    shutil.copytree(models / "blip2", base)
+    processor = AutoProcessor.from_pretrained(base)
+    processor.image_processor.size = {"height": 224, "width": 224}
+    processor.save_pretrained(base)
+    assert eval_main(["--model", "blip2idc", "--base-model", str(base), "--dataset", str(demo_dataset), "--device", "cpu",
+                      "--out", str(tmp_path / "eval"), "--predict-only", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "its processor makes 224x224 images, its vision model takes 56x56" in err and err.count("\n") == 1

@@ -78,9 +78,24 @@ def load_pretrained(model_class, processor_class, name: str, revision: Optional[
     (:func:`ensure_image_token`): how the runners and the training recipes load a base model."""
     kwargs = {"revision": revision} if revision else {}
     processor = processor_class.from_pretrained(name, **kwargs)
+    check_image_size(processor, model_class.config_class.from_pretrained(name, **kwargs), name)
     model = load_weights(model_class, name, dtype=dtype, **kwargs)
     ensure_image_token(model, processor)
     return model, processor
+
+
+def check_image_size(processor, config, name: str) -> None:
+    """Refuse a processor whose images are not the size the vision model was built for: BLIP-2's
+    embeddings would silently use the first position embeddings of a smaller grid, and DAVIR's
+    attention loss would meet a grid its configuration does not describe."""
+    from ..errors import IDCError
+
+    side = getattr(getattr(config, "vision_config", None), "image_size", None)
+    size = getattr(getattr(processor, "image_processor", None), "size", None) or {}
+    made = (size.get("height"), size.get("width")) if hasattr(size, "get") else (None, None)
+    if side and all(made) and made != (side, side):
+        raise IDCError(f"--base-model {name}: its processor makes {made[0]}x{made[1]} images, its vision model takes "
+                       f"{side}x{side} (config.json's vision_config.image_size); save the checkpoint with its own processor")
 
 
 def ensure_image_token(model, processor) -> None:
