@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ class LeaderboardArgs(ReferenceArgs):
     protocol: str = option("rcc", _protocol_help, choices=_protocol_names)
     metrics: Optional[list[str]] = _metrics()
     allow_missing: bool = _allow_missing()
-    out: Optional[str] = option(None, "folder for leaderboard.md, leaderboard.tex and leaderboard.csv")
+    out: Optional[str] = option(None, "folder for leaderboard.md, .tex, .csv and .json (idc-view --leaderboard shows it)")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -91,6 +92,7 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
         (folder / "leaderboard.md").write_text(md)
         (folder / "leaderboard.tex").write_text(tex)
         (folder / "leaderboard.csv").write_text(to_csv(out))
+        (folder / "leaderboard.json").write_text(json.dumps(out, indent=1))  # what idc-view --leaderboard shows
     return out
 
 

@@ -265,3 +265,29 @@ def test_evaluations_alone_without_a_dataset(site, tmp_path):
     result = write_site(tmp_path / "s", evaluations=[site["root"] / "eval_A"], progress=False)
     pairs = json.loads((tmp_path / "s" / "assets" / "pairs.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
     assert result.n_pairs == len(site["ids"]) and pairs[0]["img"] is None and pairs[0]["refs"]
+
+
+def test_a_leaderboard_heads_the_page_and_judge_columns_show(site, browser, tmp_path):
+    """``idc-view --leaderboard``: the table ``idc-eval leaderboard`` wrote, as it wrote it (mean
+    (sd) x100, protocol, sources, caveats), on a page of its own or above the evaluations'."""
+    from idc_toolkit.evaluators.leaderboard import leaderboard
+
+    evals = [site["root"] / f"eval_{n}" for n in "AB"]
+    files = []
+    for k, ev in enumerate(evals):
+        per_pair = _per_pair(ev)
+        files.append(tmp_path / f"{k}.json")
+        files[-1].write_text(json.dumps({pid: r["prediction"] for pid, r in per_pair.items()}))
+    board = leaderboard([str(f) for f in files], dataset=str(site["dataset"]), names=["A", "B"], metrics=["BLEU", "CIDEr"],
+                        out=str(tmp_path / "board"))
+    assert view_main(["--leaderboard", str(tmp_path / "board"), "--eval", str(evals[0]), "--out", str(tmp_path / "s"),
+                      "--no-progress"]) == 0
+    _open(browser, (tmp_path / "s" / "index.html").resolve().as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    rows = browser.execute_script("return Array.from(document.querySelectorAll('table.leaderboard tr'))"
+                                  ".map(r => Array.from(r.children).map(c => c.textContent))")
+    assert rows[0][:5] == ["system", "runs", "n", "B4", "C"]
+    assert rows[1][:5] == ["A", "1", str(board["rows"][0]["n"]), f"{100 * board['rows'][0]['mean']['Bleu_4']:.1f}",
+                           f"{100 * board['rows'][0]['mean']['CIDEr']:.1f}"]
+    assert rows[2][0] == "B" and "sha256" in rows[2][6]
+    assert view_main(["--leaderboard", str(tmp_path / "board"), "--out", str(tmp_path / "alone"), "--no-progress"]) == 0

@@ -17,6 +17,7 @@ def make_parser():
                    help="split to show (repeatable; default: the evaluations' splits, else every split)")
     p.add_argument("--eval", dest="evaluations", action="append", default=[], metavar="FOLDER",
                    help="an idc-eval output folder (repeatable): its captions, per-pair scores and tables")
+    p.add_argument("--leaderboard", metavar="FOLDER", help="an `idc-eval leaderboard --out` folder: its table heads the page")
     p.add_argument("--out", required=True, help="site folder (index.html, assets/, img/)")
     p.add_argument("--overwrite", action="store_true", help="replace a site of ours written with other settings")
     p.add_argument("--image-size", type=arg_type(positive_int, "--image-size"), default=320,
@@ -61,7 +62,7 @@ def _site(args) -> int:
 
     result = write_site(args.out, dataset=args.dataset, splits=args.split, evaluations=args.evaluations,
                         image_size=args.image_size, limit=args.limit, title=args.title, overwrite=args.overwrite,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, leaderboard=args.leaderboard)
     what = "already holds this site" if result.already_written else "written"
     print(f"{common.shown_out(args.out, result.out_dir)}: {what}: {result.n_pairs} pairs" + (f", {len(result.systems)} system(s)" if result.systems else "")
           + (f" (--limit {args.limit}: the first pairs of each split only; the evaluations' other pairs are not shown)"

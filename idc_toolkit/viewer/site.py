@@ -50,16 +50,20 @@ class SiteResult:
 
 def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequence[str] = (),
                evaluations: Sequence[Path | str] = (), image_size: int = 320, limit: Optional[int] = None,
-               title: Optional[str] = None, overwrite: bool = False, progress: bool = True) -> SiteResult:
-    """Write the site (see the module docstring); returns where it is and what it shows."""
+               title: Optional[str] = None, overwrite: bool = False, progress: bool = True,
+               leaderboard: Optional[Path | str] = None) -> SiteResult:
+    """Write the site (see the module docstring); returns where it is and what it shows.
+    ``leaderboard``: an ``idc-eval leaderboard --out`` folder, shown as the page's first table."""
     from .. import __version__
     from ..runs import RunFolder
+    from .sources import read_leaderboard
 
-    if dataset is None and not evaluations:
-        raise IDCError("nothing to show: pass --dataset, one or more --eval folders, or both")
+    if dataset is None and not evaluations and leaderboard is None:
+        raise IDCError("nothing to show: pass --dataset, one or more --eval folders, a --leaderboard, or several")
+    board = None if leaderboard is None else read_leaderboard(leaderboard)
     runs = unique_names([read_evaluation(e) for e in evaluations])
     dataset = None if dataset is None else input_folder(dataset, IDCError, progress)  # a store's: its local copy
-    chosen = _splits(dataset, list(splits), runs)
+    chosen = _splits(dataset, list(splits), runs) if dataset is not None or runs else []
     sources = {}
     if dataset is not None:
         from ..runs.rows import open_split
@@ -67,7 +71,7 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
         sources = {split: open_split(dataset, split, progress) for split in chosen}
     fields = {"dataset": {s: fp for s, (_rows, _features, fp) in sources.items()}, "splits": chosen,
               "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": image_size, "limit": limit,
-              "title": title, "toolkit": __version__, "page": _static_hash()}
+              "title": title, "toolkit": __version__, "page": _static_hash(), **({"leaderboard": board} if board else {})}
     out_dir = output_folder(out, IDCError)
     folder = RunFolder(out_dir, "view", fields, owned=OWNED, card_record=False, record_file="view.json",
                        progress=progress).open(overwrite)
@@ -84,9 +88,9 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
             records += _dataset_records(out_dir, split, rows, features, on_split, runs, image_size, limit, progress)
         else:
             records += _evaluation_records(split, on_split, runs)
-    page = {"title": title or _default_title(dataset, runs), "dataset": _dataset_label(dataset), "splits": chosen,
-            "systems": [ev.table() for ev in runs], "metrics": _score_names(runs), "n_pairs": len(records),
-            "toolkit": __version__}
+    page = {"title": title or _default_title(dataset, runs) or "leaderboard", "dataset": _dataset_label(dataset),
+            "splits": chosen, "systems": [ev.table() for ev in runs], "metrics": _score_names(runs), "n_pairs": len(records),
+            "shown_metrics": shown_metrics(), "leaderboard": board, "toolkit": __version__}
 
     def stage(final: Path) -> None:
         assets = final / "assets"
@@ -102,6 +106,16 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
     folder.save_state()
     folder.finalise(stage, order=("assets", "index.html"))
     return SiteResult(out_dir, len(records), tuple(chosen), systems, already_written=False)
+
+
+def shown_metrics() -> list[str]:
+    """The columns the page's tables and pair cards show, in table order: the papers' (B4 M R C S),
+    then the judge's and reversibility's where an evaluation has them."""
+    from ..metrics.judge import COLUMNS
+    from ..metrics.registry import paper_columns
+    from ..metrics.reverse import ReverseOverlap
+
+    return [*paper_columns(), *COLUMNS, *ReverseOverlap.columns]
 
 
 def _splits(dataset: Optional[str], asked: list[str], runs: list[Evaluation]) -> list[str]:

@@ -118,3 +118,12 @@ def unique_names(evaluations: list[Evaluation]) -> list[Evaluation]:
         seen[ev.name] = seen.get(ev.name, 0) + 1
         out.append(ev if seen[ev.name] == 1 else replace(ev, name=f"{ev.name} ({seen[ev.name]})"))
     return out
+
+
+def read_leaderboard(folder: Path | str) -> dict[str, Any]:
+    """The table ``idc-eval leaderboard --out FOLDER`` wrote (``leaderboard.json``), checked."""
+    path = Path(folder) / "leaderboard.json"
+    data = read_json(path, IDCError, "leaderboard")
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not isinstance(data.get("columns"), list):
+        raise IDCError(f"{path}: not an idc-eval leaderboard (no rows / columns)")
+    return data

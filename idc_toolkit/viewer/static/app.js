@@ -4,7 +4,7 @@
 (function () {
   "use strict";
   var SITE = window.IDC_SITE, PAIRS = window.IDC_PAIRS;
-  var SHOWN_METRICS = ["Bleu_4", "METEOR", "ROUGE_L", "CIDEr", "SPICE"];
+  var SHOWN_METRICS = SITE.shown_metrics;  // the papers' columns, then the judge's (written by idc-view from the code)
   var state = { page: 0, focus: null };
   var selected = [];
 
@@ -19,7 +19,33 @@
   function option(select, value, text) { select.appendChild(new Option(text, value)); }
 
   // ---- header: each evaluation's table (x100, bootstrap intervals where computed) ----
+  // ---- idc-eval leaderboard: one row per system, mean (sd) across its runs, sources and caveats ----
+  function leaderboard() {
+    var board = SITE.leaderboard;
+    if (!board) return;
+    var table = el("table", null, "leaderboard");
+    table.appendChild(el("caption", "Leaderboard: every system re-scored against " + board.references + " (x100; (sd) across runs)"));
+    var head = el("tr");
+    ["system", "runs", "n"].concat(board.columns.map(function (c) { return board.short[c] || c; }), ["protocol", "sources", "caveats"])
+      .forEach(function (h) { head.appendChild(el("th", h)); });
+    table.appendChild(head);
+    board.rows.forEach(function (row) {
+      var tr = el("tr");
+      [row.name, row.runs, row.n].forEach(function (v) { tr.appendChild(el("td", v)); });
+      board.columns.forEach(function (c) {
+        var sd = row.sd[c];
+        tr.appendChild(el("td", x100(row.mean[c]) + (sd === null || sd === undefined ? "" : " (" + x100(sd) + ")")));
+      });
+      tr.appendChild(el("td", row.protocol));
+      tr.appendChild(el("td", row.sources.join("; "), "small"));
+      tr.appendChild(el("td", row.caveats.join("; "), "caveat"));
+      table.appendChild(tr);
+    });
+    $("tables").appendChild(table);
+  }
+
   function tables() {
+    leaderboard();
     $("title").textContent = SITE.title;
     document.title = "idc-view: " + SITE.title;
     var sub = SITE.n_pairs + " pairs";
