@@ -35,12 +35,6 @@ from typing import Optional
 def main() -> None:
     from processes import measure
 
-    from idc_toolkit.builders import make_builder
-
-    from idc_toolkit.building.pipeline import build_dataset
-    from idc_toolkit.demo.generator import generate_demo_release
-    from idc_toolkit.entities.column import add_change_entities
-    from idc_toolkit.masks.column import add_change_masks
     from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -49,16 +43,8 @@ def main() -> None:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        raw = generate_demo_release(root / "raw", n_per_type=10, size=(112, 84), seed=1)
-        build_dataset(make_builder("clevr_change", raw), root / "ds", progress=False)
-        add_change_masks(root / "ds", root / "masks", device="cpu", progress=False)
-        clip = root / "tiny-clip-bench.json"
-        clip.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8,
-                                                                    "head_width": 16},
-                                    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
-        ents = add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-bench", clip_config=str(clip),
-                                   device="cpu", progress=False, random_weights=True)
-        runs = {"blip2idc": (save_tiny_blip2(root / "blip2"), root / "ds"), "davir": (save_tiny_instructblip(root / "iblip"), ents.out_dir)}
+        ds, ents = demo_data(root)
+        runs = {"blip2idc": (save_tiny_blip2(root / "blip2"), ds), "davir": (save_tiny_instructblip(root / "iblip"), ents)}
         print(f"idc-train, tiny random models, CPU ({args.steps} steps, batch {args.batch_size}, no validation)")
         print("| recipe | steps/s | samples/s | wall (incl. start-up) | peak RSS |\n| --- | ---: | ---: | ---: | ---: |")
         for name, (base, data) in runs.items():
