@@ -143,6 +143,11 @@ def test_a_tiny_random_judge_batched_cached_and_sharded(tiny_models, demo_datase
         rec = whole[row["pair_id"]]
         assert len(rec["stated"]) == (0 if row["no_change"] else len(row["differences"]))
         assert (rec["says_no_change"] is None) == (not row["no_change"])
+    import pickle
+
+    from idc_toolkit.judge.run import JudgeTask
+
+    assert pickle.loads(pickle.dumps(JudgeTask(args))).judge is None  # travels to Ray actors unloaded (the engine's Ray path)
     monkeypatch.setattr("idc_toolkit.judge.run.PAIRS_PER_PART", 4)  # several parts: each shard writes some
     assert judge_pairs(rows, args, tmp_path / "sharded", engine=EngineArgs(shard="0/2"), progress=False) is None
     assert judge_pairs(rows, args, tmp_path / "sharded", engine=EngineArgs(shard="1/2"), progress=False) == whole
