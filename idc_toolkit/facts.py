@@ -20,7 +20,7 @@ from .errors import IDCError
 #: ``scene``: two photographs of one scene (Spot-the-Diff, CLEVR, LEVIR-CC); ``edit``: an image
 #: and its edited version (IER, Emu Edit, Syned, MagicBrush), which BLIP2IDC resizes and blurs.
 PAIR_STYLES = ("scene", "edit")
-TRAIN_REFERENCES = ("random", "shortest")
+TRAIN_REFERENCES = ("random", "shortest", "consensus")
 #: facts a card carries only where they differ from the default, so the cards of every other
 #: dataset keep their bytes
 WRITTEN_WHERE_SET = ("train_reference", "prompt_preset")

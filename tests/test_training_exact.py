@@ -267,3 +267,42 @@ def test_a_corrupt_or_pickled_checkpoint_is_refused_in_one_line(tmp_path):
     (ckpt / "scheduler.pt").write_bytes(b"\x00garbage")
     with pytest.raises(IDCError, match="scheduler.pt: not a plain tensor file"):
         verify_checkpoint(str(ckpt))
+
+
+def test_the_consensus_reference_is_the_one_closest_to_the_others():
+    """``--train-reference consensus``: mean ROUGE-L against the pair's other references, computed
+    here by hand from the longest common subsequences (coco's beta 1.2)."""
+    from idc_toolkit.models.recipe import consensus_reference
+
+    def rouge(a: str, b: str) -> float:
+        x, y = a.split(), b.split()
+        table = [[0] * (len(y) + 1) for _ in range(len(x) + 1)]
+        for i in range(len(x)):
+            for j in range(len(y)):
+                table[i + 1][j + 1] = table[i][j] + 1 if x[i] == y[j] else max(table[i][j + 1], table[i + 1][j])
+        lcs = table[-1][-1]
+        if not lcs:
+            return 0.0
+        p, r = lcs / len(x), lcs / len(y)
+        return (1 + 1.2 ** 2) * p * r / (r + 1.2 ** 2 * p)
+
+    refs = ("The two scenes seem identical.", "there is no change", "no change was made")
+    words = ["the two scenes seem identical", "there is no change", "no change was made"]
+    means = [sum(rouge(w, o) for o in words if o != w) / 2 for w in words]
+    assert means[0] == 0.0 and means[1] > 0
+    assert consensus_reference(refs) == refs[max(range(3), key=lambda i: (means[i], -i))] == "there is no change"
+    assert consensus_reference(("only one",)) == "only one"
+    from types import SimpleNamespace
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.recipe import Recipe
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import TrainArgs, resolve_settings
+
+    ier = DatasetFacts(builder="ier", train_reference="shortest")
+    given = {None: "shortest", "consensus": "consensus", "random": "random"}  # the flag, else the dataset's facts
+    for flag, expected in given.items():
+        s = resolve_settings(get_recipe_class("blip2idc"), ier, TrainArgs("blip2idc", "d", "o", train_reference=flag))
+        assert s.train_reference == expected
+    recipe = SimpleNamespace(settings=SimpleNamespace(train_reference="consensus", seed=0))
+    assert {Recipe.reference(recipe, list(refs), k, epoch) for k in range(3) for epoch in range(3)} == {"there is no change"}

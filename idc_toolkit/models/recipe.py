@@ -16,6 +16,7 @@ that pads right give the same batch.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
@@ -69,6 +70,27 @@ class Settings:
     options: dict[str, Any] = field(default_factory=dict)
     #: extra ``TrainingArguments`` fields (``--trainer-arg name=value``)
     trainer_args: dict[str, Any] = field(default_factory=dict)
+    #: which reference a pair trains on (``--train-reference``; default: the dataset's facts)
+    train_reference: str = "random"
+
+
+@functools.lru_cache(maxsize=65536)
+def consensus_reference(refs: tuple[str, ...]) -> str:
+    """The reference with the highest mean ROUGE-L (coco-caption's, on lower-case words) against
+    the pair's other references, the first on a tie: the consensus caption of Devlin et al. (2015).
+    CIDEr rewards what the references share, and a model trained on a random reference each epoch
+    learns no preference among a pair's paraphrases; one fixed central target gives it one."""
+    import re
+
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    if len(refs) < 2:
+        return refs[0]
+    words = [" ".join(re.findall(r"[a-z0-9]+", r.lower())) for r in refs]
+    rouge = Rouge()
+    means = [sum(rouge.calc_score([w], [o]) for j, o in enumerate(words) if j != i) / (len(refs) - 1)
+             for i, w in enumerate(words)]
+    return refs[max(range(len(refs)), key=lambda i: (means[i], -i))]
 
 
 @dataclass(frozen=True)
@@ -146,12 +168,15 @@ class Recipe:
         raise NotImplementedError
 
     def reference(self, captions: list[str], pair_index: int, epoch: int) -> str:
-        """One reference per pair per epoch, drawn at random (seeded by seed, epoch and pair,
-        so a resumed run draws the same); a dataset whose facts say ``train_reference: shortest``
-        trains on the shortest (IER, as BLIP2IDC's code does)."""
+        """One reference per pair per epoch (``settings.train_reference``): ``random``, drawn
+        anew each epoch (seeded by seed, epoch and pair, so a resumed run draws the same);
+        ``shortest`` (IER, as BLIP2IDC's code does); ``consensus``, the one closest to the pair's
+        other references (:func:`consensus_reference`)."""
         refs = [c for c in captions if c.strip()] or [""]
-        if self.facts.train_reference == "shortest":
+        if self.settings.train_reference == "shortest":
             return min(refs, key=len)
+        if self.settings.train_reference == "consensus":
+            return consensus_reference(tuple(refs))
         return random.Random(f"{self.settings.seed}/{epoch}/{pair_index}").choice(refs)
 
     def shuffle(self) -> bool:

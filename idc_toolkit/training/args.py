@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .. import checks
+from ..facts import TRAIN_REFERENCES
 from ..options import check_fields, option, python_only, required
 from ..stores import STORE_DATASET, STORE_OUT
 
@@ -44,6 +45,9 @@ class TrainArgs:
                                       check=checks.positive_int)
     save_steps: Optional[int] = option(None, "checkpoint every N steps (default: every epoch)", check=checks.positive_int)
     seed: int = option(0, "seed of weights, order and reference draws", check=checks.non_negative_int)
+    train_reference: Optional[str] = option(None, "the reference a pair trains on: random (a new draw each epoch, the papers'), "
+                                                  "shortest (IER's code), consensus (the closest to its other references); "
+                                                  "default: the dataset's", choices=TRAIN_REFERENCES)
     seeds: Optional[list[int]] = option(None, "one run per seed, into OUT/seed_<N> (then idc-eval leaderboard with one "
                                               "--names label for the runs: mean and sd across seeds)",
                                         check=checks.each_non_negative_int, nargs="+", metavar="N")

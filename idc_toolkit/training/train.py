@@ -149,7 +149,8 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainA
         dtype=args.dtype, split=args.split, val_split=args.val_split, val_limit=args.val_limit,
         gradient_checkpointing=bool(args.gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
-        options={**known, **args.options}, trainer_args=check_trainer_args(args.trainer_args))
+        options={**known, **args.options}, trainer_args=check_trainer_args(args.trainer_args),
+        train_reference=args.train_reference or facts.train_reference)
 
 
 #: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg
