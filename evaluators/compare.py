@@ -89,8 +89,8 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     if c.judge:  # each run's captions judged on their own, kept in OUT/judges/<a|b><k>
         from idc_toolkit.judge import JUDGES_DIR
 
-        judges = {s: [judge_metric(prep, refs, c, None if out is None else Path(out) / JUDGES_DIR / f"{s}{k}", None, None)
-                      for k, prep in enumerate(p)] for s, p in preps.items()}
+        judges = {s: [judge_metric(prep.hypotheses, prep, refs, c, None if out is None else Path(out) / JUDGES_DIR / f"{s}{k}",
+                                   None, None) for k, prep in enumerate(p)] for s, p in preps.items()}
     # a metric that needs what not every machine has (SPICE's jars) is only run when asked
     families = tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
     caches: dict[str, list[Any]] = {"a": [], "b": []}

@@ -131,6 +131,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
         preds = {pid: c for pid, c in preds.items() if pid in refs.captions}
     prep = prepare(preds, refs, allow_missing=a.allow_missing, drop_empty_references=a.drop_empty_references,
                    breakdown=a.breakdown)
+    captions = dict(prep.hypotheses)  # the model's own: what the judge and reversibility read, whatever the protocol scores
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, a.seed)
     from .layouts import RunLabel, applicable_layouts, group_names as read_group_names
 
@@ -149,11 +150,11 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     backward = None
     if a.reversed:
         backward = _predictions(a.reversed)
-        lacking = [pid for pid in prep.hypotheses if pid not in backward]
+        lacking = [pid for pid in captions if pid not in backward]
         if lacking:
             raise EvaluationError(f"--reversed {a.reversed}: no caption for {len(lacking)} pair(s) scored: "
                                   f"{', '.join(map(repr, lacking[:5]))}")
-        backward = {pid: backward[pid] for pid in prep.hypotheses}
+        backward = {pid: backward[pid] for pid in captions}
         run["reversed"] = digest(backward)
     if a.judge:
         from idc_toolkit.judge.run import judge_fields
@@ -165,7 +166,8 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if a.judge:
         from idc_toolkit.judge import JUDGE_DIR
 
-        judge = judge_metric(prep, refs, a, None if out is None else Path(out) / JUDGE_DIR, engine, progress, backward)
+        judge = judge_metric(captions, prep, refs, a, None if out is None else Path(out) / JUDGE_DIR, engine, progress,
+                             backward)
         if judge is None:
             return None
     if not main:
@@ -183,7 +185,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if backward is not None:
         from idc_toolkit.metrics.reverse import ReverseOverlap
 
-        extra.append(ReverseOverlap(list(prep.references), prep.hypotheses, backward))
+        extra.append(ReverseOverlap(list(prep.references), captions, backward))
     result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed,
                           progress=progress, tokenize=proto.tokenize, extra=extra)
     add_derived(result, proto.derived)
@@ -204,10 +206,11 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     return Evaluation(data, result)
 
 
-def judge_metric(prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,
+def judge_metric(captions: dict[str, str], prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,
                  progress: Optional[Callable[[str], None]], backward: Optional[dict[str, str]] = None) -> Any:
-    """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of the prepared pairs (``None``
-    where this job does not hold every judgement); judged in ``folder`` (kept) or a temporary one."""
+    """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of ``captions`` on the prepared
+    pairs (``None`` where this job does not hold every judgement); judged in ``folder`` (kept) or
+    a temporary one."""
     from idc_toolkit.judge.run import judge_pairs, pair_rows
     from idc_toolkit.metrics.judge import from_records
     from idc_toolkit.schema import NO_CHANGE_CATEGORIES
@@ -217,7 +220,7 @@ def judge_metric(prep: Any, refs: References, a: Any, folder: Optional[Path], en
         column = refs.columns[a.differences_column]
         differences = {pid: _difference_list(column.get(pid), a.differences_column, pid) for pid in prep.references}
     no_change = {pid: prep.categories.get(pid) in NO_CHANGE_CATEGORIES for pid in prep.references}
-    rows = pair_rows(prep.hypotheses, prep.references, no_change, differences, backward)
+    rows = pair_rows(captions, prep.references, no_change, differences, backward)
     if progress:
         progress(f"judging {len(rows):,} pairs with {a.judge}")
     records = judge_pairs(rows, a, folder, engine=engine, overwrite=a.overwrite, progress=progress is not None)
