@@ -108,12 +108,15 @@ def judge_pairs(rows: list[dict[str, Any]], args: JudgeArgs, out: Optional[Path]
             return judge_pairs(rows, args, Path(tmp) / JUDGE_DIR, engine=engine, progress=progress)
     fields = {**judge_fields(args), "pairs": digest({"rows": rows})}
     folder = RunFolder(out, "judgement", fields, owned=(JUDGEMENTS,), card_record=False, progress=progress)
-    try:  # the same judgements are kept under --overwrite too: rescoring with other options judges nothing again
-        folder.open(False)
-    except RunError:
-        if not overwrite:
-            raise
-        folder.open(True)
+    if dist_info()[1] > 1:  # every rank opens together (one barrier each): no second attempt
+        folder.open(overwrite)
+    else:
+        try:  # the same judgements are kept under --overwrite too: rescoring with other options judges nothing again
+            folder.open(False)
+        except RunError:
+            if not overwrite:
+                raise
+            folder.open(True)
     final = Path(out) / JUDGEMENTS
     if not folder.complete:
         outcome = run_job(folder, {"test": ListRows(rows)}, JudgeTask(args, progress), rows_per_part=PAIRS_PER_PART, engine=engine,
