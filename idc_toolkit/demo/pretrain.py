@@ -246,14 +246,10 @@ class Kind:
 
 
 def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int = 0, lr: float = 1e-3,
-             check_every: Optional[int] = None, aux_weight: float = 1.0, start: Optional[Path] = None, log=print,
-             reference: str = "random") -> Path:
+             check_every: Optional[int] = None, aux_weight: float = 1.0, start: Optional[Path] = None, log=print) -> Path:
     """Pretrain the ``blip2idc`` (BLIP-2) or ``davir`` (InstructBLIP) stand-in and save it to ``out``;
-    ``start``: continue from a base saved before (its pretraining record is kept, this run appended);
-    ``reference``: each step's target, a random reference of the pair or its consensus one."""
+    ``start``: continue from a base saved before (its pretraining record is kept, this run appended)."""
     import torch
-
-    from ..models.recipe import consensus_reference
 
     torch.manual_seed(seed)
     model, proc = blip2_base(seed) if name == "blip2idc" else instructblip_base(seed)
@@ -280,8 +276,7 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     for step in range(1, steps + 1):
         idx = [rng.randrange(len(pairs)) for _ in range(32)]
         entities = [kind.entities(rng) for _ in idx]
-        texts = [consensus_reference(tuple(pairs[i][2])) if reference == "consensus" else rng.choice(pairs[i][2]) for i in idx]
-        output = model(**kind.batch(pixels[idx], texts, entities))
+        output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], entities))
         loss = output.loss
         if heads:
             queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
@@ -304,8 +299,7 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     model.save_pretrained(out)
     proc.save_pretrained(out)
     this = {"steps": steps, "pairs": len(pairs), "generator_seed": PRETRAIN_SEED, "seed": seed, "lr": lr,
-            "aux_weight": aux_weight, "threads": torch.get_num_threads(), "seconds": round(time.time() - started),
-            **({"reference": reference} if reference != "random" else {})}
+            "aux_weight": aux_weight, "threads": torch.get_num_threads(), "seconds": round(time.time() - started)}
     (out / "pretraining.json").write_text(json.dumps([*earlier, this] if earlier else this, indent=1) + "\n")
     return out
 
@@ -319,14 +313,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--aux-weight", type=float, default=1.0, help="weight of the what-changed heads' loss (0: captions only)")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (decays linearly to 0)")
     p.add_argument("--start", help="continue from the base in this folder (blip2/ or instructblip/ under it)")
-    p.add_argument("--reference", choices=("random", "consensus"), default="random",
-                   help="each step's target: a random reference, or the pair's consensus one (idc-train --train-reference)")
     args = p.parse_args(argv)
     for name, folder in (("blip2idc", "blip2"), ("davir", "instructblip")):
         if args.only in (None, name):
             pretrain(name, Path(args.out) / folder, args.steps, lr=args.lr, check_every=args.check_every,
-                     aux_weight=args.aux_weight, start=Path(args.start) / folder if args.start else None,
-                     reference=args.reference)
+                     aux_weight=args.aux_weight, start=Path(args.start) / folder if args.start else None)
     return 0
 
 
