@@ -114,10 +114,13 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
             member.setdefault(k, []).append(g)
     buf = io.StringIO(newline="")
     w = csv.writer(buf)
-    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups"])
+    judge = result.cache.metrics.get("JUDGE")
+    notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
+    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else [])])
     for k, pid in enumerate(result.ids):
         w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
-                    *(_value(result.per_pair[m][k]) for m in metrics), ";".join(member.get(k, []))])
+                    *(_value(result.per_pair[m][k]) for m in metrics), ";".join(member.get(k, [])),
+                    *([notes[k]] if notes else [])])
     write_text_atomic(path, buf.getvalue())
 
 

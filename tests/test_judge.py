@@ -104,6 +104,13 @@ def test_scripted_judgements_aggregate_as_computed_by_hand(endpoint, tmp_path):
     assert len(Scripted.asked) == n_questions
     rows = {r["pair_id"]: r for r in csv.DictReader(io.StringIO((out / "per_pair.csv").read_text()))}
     assert rows["p1"]["Judge_precision"] == "0.500000" and rows["p3"]["Judge_recall"] == ""
+    assert rows["p1"]["judgement"] == "stated 1 of 1 difference(s); unsupported: a sphere appeared."
+    assert rows["p4"]["judgement"] == "unsupported: the cube moved.; does not say nothing changed"
+    from idc_toolkit.viewer.site import write_site
+
+    write_site(tmp_path / "site", evaluations=[out], progress=False)  # the pair cards show what the judge said
+    pairs = json.loads((tmp_path / "site" / "assets" / "pairs.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    assert {p["id"]: p["sys"][0].get("judgement") for p in pairs}["p2"].startswith("stated 0 of 2 difference(s); missed: ")
     records = [json.loads(line) for line in (out / "judge" / "judgements.jsonl").read_text().splitlines()]
     assert records[0] == {"pair_id": "p1", "differences": ["the red cube turned blue."], "stated": [True],
                           "claims": ["the red cube turned blue.", "a sphere appeared."], "supported": [True, False],

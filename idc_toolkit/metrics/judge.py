@@ -50,7 +50,26 @@ def from_records(ids: Sequence[str], records: dict[str, dict]) -> "JudgeScores":
     rows = [pair_values(records[i]["stated"], records[i]["supported"], records[i]["no_change"],
                         records[i]["says_no_change"], records[i].get("inverse")) for i in ids]
     columns = COLUMNS if any(records[i].get("inverse") is not None for i in ids) else COLUMNS[:-1]
-    return JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in columns})
+    metric = JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in columns})
+    metric.notes = [pair_note(records[i]) for i in ids]
+    return metric
+
+
+def pair_note(record: dict) -> str:
+    """What the judge said of one pair, in a line (``per_pair.csv``'s ``judgement``, the viewer's pair card)."""
+    parts = []
+    missed = [d for d, ok in zip(record["differences"], record["stated"]) if not ok]
+    unsupported = [c for c, ok in zip(record["claims"], record["supported"]) if not ok]
+    if record["differences"]:
+        parts.append(f"stated {len(record['differences']) - len(missed)} of {len(record['differences'])} difference(s)"
+                     + (f"; missed: {' | '.join(missed)}" if missed else ""))
+    if unsupported:
+        parts.append(f"unsupported: {' | '.join(unsupported)}")
+    if record.get("says_no_change") is not None:
+        parts.append("says nothing changed" if record["says_no_change"] else "does not say nothing changed")
+    if record.get("inverse") is not None:
+        parts.append("reversed caption is the inverse" if record["inverse"] else "reversed caption is not the inverse")
+    return "; ".join(parts)
 
 
 def nan_mean(values: np.ndarray) -> Optional[float]:
@@ -71,6 +90,7 @@ class JudgeScores(Metric):
         super().__init__()
         self.values = {c: np.asarray(values[c], dtype=np.float64) for c in COLUMNS if c in values}
         self.columns = tuple(self.values)  # reversibility only where the pairs were also captioned reversed
+        self.notes: list[str] = []  # per pair, what the judge said (from_records)
 
     def compute(self, hypotheses, references) -> None:
         pass

@@ -198,7 +198,8 @@ def _record(split: str, pid: str, category: Optional[str], references: list[str]
     systems, groups = [], []
     for ev in runs:
         result = ev.pairs.get(pid) if ev in on_split else None
-        systems.append(None if result is None else {"caption": result.caption, "scores": result.scores})
+        systems.append(None if result is None else {"caption": result.caption, "scores": result.scores,
+                                                    **({"judgement": result.judgement} if result.judgement else {})})
         if result is not None:
             groups += [g for g in result.groups if g not in groups]
     return {"key": f"{split}/{pid}", "id": pid, "split": split, "category": category, "refs": references,

@@ -20,7 +20,7 @@ from ..errors import IDCError
 from ..files import read_json
 
 #: per_pair.csv columns that are not scores
-PER_PAIR_TEXT = ("pair_id", "category", "prediction", "references", "groups")
+PER_PAIR_TEXT = ("pair_id", "category", "prediction", "references", "groups", "judgement")
 #: the ``name`` an evaluation gets when ``--name`` was not given
 DEFAULT_RUN_NAME = "this run"
 
@@ -34,6 +34,7 @@ class PairResult:
     category: str
     scores: dict[str, float]
     groups: tuple[str, ...] = ()
+    judgement: str = ""  #: what ``--judge`` said of the pair (per_pair.csv's judgement column)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple
             raise IDCError(f"{path}, line {line} (pair {row.get('pair_id')!r}): {exc}") from None
         groups = tuple(g for g in (row.get("groups") or "").split(";") if g)
         pairs[row["pair_id"]] = PairResult(caption=row["prediction"], references=references, category=row.get("category") or "",
-                                           scores=scores, groups=groups)
+                                           scores=scores, groups=groups, judgement=row.get("judgement") or "")
     return pairs, score_names
 
 

@@ -197,7 +197,9 @@
         if (!s) return;
         var tr = el("tr");
         tr.appendChild(el("td", SITE.systems[k].name, "text"));
-        tr.appendChild(el("td", s.caption, "text caption"));
+        var cell = el("td", s.caption, "text caption");
+        if (s.judgement) cell.appendChild(el("div", "judge: " + s.judgement, "judgement"));
+        tr.appendChild(cell);
         metrics.forEach(function (m) { tr.appendChild(el("td", x100(s.scores[m]))); });
         table.appendChild(tr);
       });
