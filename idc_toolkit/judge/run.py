@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..errors import EvaluationError, RunError
 from ..runs import EngineArgs, PartOutput, RunFolder, digest, path_content, run_job
+from ..runs.parquet import write_parts_jsonl
 from ..runs.ranks import barrier
 from ..runs.rows import ListRows
 from . import JUDGE_DIR
@@ -122,17 +123,7 @@ def judge_pairs(rows: list[dict[str, Any]], args: JudgeArgs, out: Optional[Path]
         outcome = run_job(folder, {"test": ListRows(rows)}, JudgeTask(args, progress), rows_per_part=PAIRS_PER_PART, engine=engine,
                           device=judge_device(args), progress=progress, desc=f"judge {args.judge}")
         if outcome.complete and outcome.is_main:
-            def stage(stage_dir: Path) -> None:
-                import pyarrow.parquet as pq
-
-                parts = folder.done_parts("test")
-                with (stage_dir / JUDGEMENTS).open("w", encoding="utf-8") as fh:
-                    for k in sorted(parts):
-                        if parts[k]["file"]:
-                            for rec in pq.read_table(folder.parts_dir("test") / parts[k]["file"]).to_pylist():
-                                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-
-            folder.finalise(stage, order=(JUDGEMENTS,))
+            folder.finalise(lambda stage_dir: write_parts_jsonl(folder, "test", stage_dir / JUDGEMENTS), order=(JUDGEMENTS,))
         barrier()
         if not outcome.complete or rank != 0:
             return None

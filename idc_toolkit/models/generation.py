@@ -112,14 +112,9 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
                       device=run.device, progress=progress, desc=runner_cls.name)
     if outcome.complete and outcome.is_main:
         def stage(stage_dir: Path) -> None:
-            import pyarrow.parquet as pq
+            from ..runs.parquet import write_parts_jsonl
 
-            with (stage_dir / PREDICTIONS).open("w", encoding="utf-8") as fh:
-                parts = folder.done_parts(split)
-                for k in sorted(parts):
-                    if parts[k]["file"]:
-                        for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
-                            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            write_parts_jsonl(folder, split, stage_dir / PREDICTIONS)
             describe = runner_cls.description(device=run.device, **{**kwargs, "adapter": adapter})  # with or without a loaded model
             (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
                                                              default=str) + "\n")

@@ -192,3 +192,18 @@ def _write_shard(target: Path, files: list[_PartFile], start: int, stop: int, fe
             writer.write_table(pq.read_table(f.path, schema=schema).slice(lo, hi - lo), row_group_size=ROWS_PER_GROUP)
     finally:
         writer.close()
+
+
+def write_parts_jsonl(folder: RunFolder, split: str, target: Path) -> None:
+    """Every finished part of ``split``, in part order, as JSON Lines at ``target`` (a run whose
+    output is one file: ``idc-eval --model``'s predictions, ``--judge``'s judgements)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    parts = folder.done_parts(split)
+    with target.open("w", encoding="utf-8") as fh:
+        for k in sorted(parts):
+            if parts[k]["file"]:
+                for rec in pq.read_table(folder.parts_dir(split) / parts[k]["file"]).to_pylist():
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
