@@ -82,3 +82,44 @@ class Metric:
 
     def close(self) -> None:
         """Release external resources (a JVM)."""
+
+
+def nan_mean(values: np.ndarray) -> Optional[float]:
+    """The mean of the defined (non-NaN) values; ``None`` where none is."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else None
+
+
+class PairMeans(Metric):
+    """Columns whose per-pair values are known before scoring (a model run: the judge's; the
+    raw captions: reversibility's), a group's score their mean over the pairs where a value is
+    defined (NaN: undefined, never 0). :meth:`compute` has nothing left to do."""
+
+    def __init__(self, values: Mapping[str, np.ndarray]):
+        super().__init__()
+        self.values = {c: np.asarray(values[c], dtype=np.float64) for c in type(self).columns if c in values}
+        self.columns = tuple(self.values)
+
+    def compute(self, hypotheses, references) -> None:
+        pass
+
+    def group(self, idx):
+        return {c: nan_mean(v[idx]) for c, v in self.values.items()}
+
+    def per_pair(self):
+        return dict(self.values)
+
+    def resample(self, idx, weights):
+        """Each resample's weighted mean over the pairs where a column is defined; a column the
+        group defines for no pair is left out, a resample that draws none of them is NaN."""
+        out = {}
+        for c, v in self.values.items():
+            sub = v[idx]
+            defined = ~np.isnan(sub)
+            if not defined.any():
+                continue
+            w = weights[:, defined]
+            total = w.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[c] = np.where(total > 0, w @ sub[defined] / np.where(total > 0, total, 1), np.nan)
+        return out

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import PairMeans
 
 COLUMNS = ("Judge_recall", "Judge_precision", "Judge_hallucination", "Judge_no_change", "Judge_reversibility")
 #: short names in the papers' table shapes
@@ -72,14 +72,10 @@ def pair_note(record: dict) -> str:
     return "; ".join(parts)
 
 
-def nan_mean(values: np.ndarray) -> Optional[float]:
-    kept = values[~np.isnan(values)]
-    return float(kept.mean()) if kept.size else None
-
-
-class JudgeScores(Metric):
-    """The judge's columns: its per-pair values are computed before scoring (the judge is a
-    model run on the run engine), so :meth:`compute` has nothing left to do."""
+class JudgeScores(PairMeans):
+    """The judge's columns (:class:`~.base.PairMeans`: the judge is a model run on the run
+    engine before scoring); ``Judge_reversibility`` only where the pairs were also captioned
+    reversed, and ``notes``: what the judge said of each pair (:func:`from_records`)."""
 
     family = "JUDGE"
     columns = COLUMNS
@@ -87,31 +83,5 @@ class JudgeScores(Metric):
     paper_columns = SHORT
 
     def __init__(self, values: dict[str, np.ndarray]):
-        super().__init__()
-        self.values = {c: np.asarray(values[c], dtype=np.float64) for c in COLUMNS if c in values}
-        self.columns = tuple(self.values)  # reversibility only where the pairs were also captioned reversed
-        self.notes: list[str] = []  # per pair, what the judge said (from_records)
-
-    def compute(self, hypotheses, references) -> None:
-        pass
-
-    def group(self, idx):
-        return {c: nan_mean(v[idx]) for c, v in self.values.items()}
-
-    def per_pair(self):
-        return dict(self.values)
-
-    def resample(self, idx, weights):
-        """Each resample's weighted mean over the pairs where a column is defined; a column the
-        group defines for no pair is left out, a resample that draws none of them is NaN."""
-        out = {}
-        for c, v in self.values.items():
-            sub = v[idx]
-            defined = ~np.isnan(sub)
-            if not defined.any():
-                continue
-            w = weights[:, defined]
-            total = w.sum(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[c] = np.where(total > 0, w @ sub[defined] / np.where(total > 0, total, 1), np.nan)
-        return out
+        super().__init__(values)
+        self.notes: list[str] = []

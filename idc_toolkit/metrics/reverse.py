@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import PairMeans
 from .rouge import rouge_scores
 
 _PAIRS = [("added", "removed"), ("add", "remove"), ("adds", "removes"), ("adding", "removing"),
@@ -41,9 +41,8 @@ def reverse_overlap(forward: Sequence[str], backward: Sequence[str]) -> np.ndarr
     return rouge_scores([" ".join(words(b)) for b in backward], [[invert(f)] for f in forward])
 
 
-class ReverseOverlap(Metric):
-    """``Reverse_ROUGE_L``: per-pair values computed from the raw captions when the scorer is set
-    up; a group's score is their mean."""
+class ReverseOverlap(PairMeans):
+    """``Reverse_ROUGE_L``: per-pair values from the raw captions (:class:`~.base.PairMeans`)."""
 
     family = "REVERSE"
     columns = ("Reverse_ROUGE_L",)
@@ -51,17 +50,4 @@ class ReverseOverlap(Metric):
     paper_columns = {"Reverse_ROUGE_L": "Rev-R"}
 
     def __init__(self, ids: Sequence[str], forward: Mapping[str, str], backward: Mapping[str, str]):
-        super().__init__()
-        self.values = reverse_overlap([forward[i] for i in ids], [backward[i] for i in ids])
-
-    def compute(self, hypotheses, references) -> None:
-        pass
-
-    def group(self, idx):
-        return {"Reverse_ROUGE_L": float(np.mean(self.values[idx])) if idx else None}
-
-    def per_pair(self):
-        return {"Reverse_ROUGE_L": self.values}
-
-    def resample(self, idx, weights):
-        return {"Reverse_ROUGE_L": weights @ self.values[idx] / len(idx)}
+        super().__init__({"Reverse_ROUGE_L": reverse_overlap([forward[i] for i in ids], [backward[i] for i in ids])})
