@@ -81,7 +81,7 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
             caveats.insert(0, f"protocol {protocol['name']}: not comparable with rcc-protocol numbers")
         rows.append({"name": name, "runs": len(runs), "protocol": protocol["name"], "n": runs[0]["metrics"]["overall"]["n"],
                      "mean": {c: statistics.fmean(v) for c, v in values.items()},
-                     "sd": {c: statistics.stdev(v) if len(v) > 1 else None for c, v in values.items()},
+                     "sd": {c: spread(v) for c, v in values.items()},
                      "sources": [f"{r['file']} (sha256 {r['sha256']})" for r in runs], "caveats": caveats})
     out = {"columns": columns, "short": {c: short.get(c, c) for c in columns}, "rows": rows,
            "references": refs.source}
@@ -103,9 +103,18 @@ def _copy(refs):
     return copy.deepcopy(refs)
 
 
+def spread(values: list[float]) -> Optional[float]:
+    """The standard deviation across runs (ddof 1), as papers reporting seeds print it; none for one run."""
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def mean_sd(mean: float, sd: Optional[float]) -> str:
+    """``mean (sd)`` x100, the sd left out for one run."""
+    return f"{100 * mean:.1f}" + (f" ({100 * sd:.1f})" if sd is not None else "")
+
+
 def _cell(row: dict[str, Any], c: str) -> str:
-    sd = row["sd"][c]
-    return f"{100 * row['mean'][c]:.1f}" + (f" ({100 * sd:.1f})" if sd is not None else "")
+    return mean_sd(row["mean"][c], row["sd"][c])
 
 
 def tables(out: dict[str, Any]) -> tuple[str, str]:
