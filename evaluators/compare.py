@@ -20,6 +20,7 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import output_folder
 
 from .args import CompareArgs
+from .leaderboard import mean_sd, spread
 from .predictions import prepare
 from .scoring import Predictions, _predictions, _source, judge_metric, load_references
 
@@ -45,16 +46,12 @@ def runs_of(side: Side, name: str) -> list[Predictions]:
     return runs
 
 
-def _sd(values: list[float]) -> Optional[float]:
-    return statistics.stdev(values) if len(values) > 1 else None
-
-
 def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fields: Any) -> dict[str, Any]:
     """The paired test of ``a`` and ``b`` (module docstring); ``args`` is a :class:`~.args.CompareArgs`
     (or ``fields`` make one). ``out`` gets ``compare.json``, ``compare.md`` and ``compare.tex``
     under the run engine's rule (:func:`~.outputs.open_compare_folder`)."""
     from idc_toolkit import __version__
-    from idc_toolkit.metrics.bootstrap import metric_samples, paired_group_test
+    from idc_toolkit.metrics.bootstrap import paired_group_test
     from idc_toolkit.metrics.core import build_cache
     from idc_toolkit.metrics.meteor import one_jvm_set
     from idc_toolkit.metrics.registry import metric_class, resolve_families
@@ -101,23 +98,14 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
                     caches[s].append(build_cache(prep.hypotheses, prep.references, families, c.spice_jars,
                                                  extra=[judge] if judge else []))
             idx = list(range(len(caches["a"][0].ids)))
-            result, intervals = paired_group_test(caches["a"], caches["b"], idx, c.bootstrap, c.seed)
-            import numpy as np
-
-            whole = np.ones((1, len(idx)))
-            alone = [{m: float(v[0]) for m, v in metric_samples(cache, idx, whole).items()}
-                     for cache in (*caches["a"], *caches["b"])]
+            result, alone = paired_group_test(caches["a"], caches["b"], idx, c.bootstrap, c.seed)
         finally:
             for cache in (*caches["a"], *caches["b"]):
                 cache.close()
-    runs, k = {}, 0
-    for s, sources in sides.items():
-        runs[s] = []
-        for src in sources:
-            runs[s].append({"source": _source(src), "scores": alone[k], "ci": intervals[k]})
-            k += 1
+    reports = iter(alone)  # A's runs, then B's, in the order given
+    runs = {s: [{"source": _source(src), **next(reports)} for src in sources] for s, sources in sides.items()}
     groups = {s: {"runs": len(r), "mean": {m: statistics.fmean(x["scores"][m] for x in r) for m in result},
-                  "sd": {m: _sd([x["scores"][m] for x in r]) for m in result}} for s, r in runs.items()}
+                  "sd": {m: spread([x["scores"][m] for x in r]) for m in result}} for s, r in runs.items()}
     shown = {s: _source(sides[s][0]) if len(sides[s]) == 1 else [_source(x) for x in sides[s]] for s in sides}
     report = {**shown, "n_pairs": len(idx), "resamples": c.bootstrap, "seed": c.seed, "metrics": result,
               "runs": runs, "groups": groups}
@@ -146,9 +134,7 @@ def tables(report: dict[str, Any]) -> tuple[str, str]:
                          *(f"{100 * r['scores'][m]:.1f} [{100 * r['ci'][m][0]:.1f}, {100 * r['ci'][m][1]:.1f}]"
                            if m in r["ci"] else f"{100 * r['scores'][m]:.1f}" for m in metrics)])
         g = report["groups"][s]
-        rows.append([f"{s.upper()} (mean (sd) of {g['runs']})",
-                     *(f"{100 * g['mean'][m]:.1f}" + ("" if g["sd"][m] is None else f" ({100 * g['sd'][m]:.1f})")
-                       for m in metrics)])
+        rows.append([f"{s.upper()} (mean (sd) of {g['runs']})", *(mean_sd(g["mean"][m], g["sd"][m]) for m in metrics)])
     rows.append(["p (A = B)", *(f"{report['metrics'][m]['p_value']:.3f}" for m in metrics)])
     caption = (f"A against B on the same {report['n_pairs']} pairs, x100: each run with its 95% bootstrap interval, "
                f"each side's mean (sd) across runs, and the paired bootstrap p-value ({report['resamples']} resamples).")

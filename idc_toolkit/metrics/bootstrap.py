@@ -21,7 +21,7 @@ resamples the same pairs for both systems and reports the two-sided p-value
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,24 +71,28 @@ def paired_test(cache_a: "PairCache", cache_b: "PairCache", idx: list[int], n_re
 
 
 def paired_group_test(runs_a: "list[PairCache]", runs_b: "list[PairCache]", idx: list[int], n_resamples: int,
-                      seed: int) -> tuple[dict[str, dict[str, float]], list[dict[str, dict[str, list[float]]]]]:
+                      seed: int) -> tuple[dict[str, dict[str, float]], list[dict[str, dict[str, Any]]]]:
     """:func:`paired_test` of two groups of runs (seeds of one system each): a system's score in a
-    resample is the mean of its runs' scores on the same resampled pairs, so one run per side is
-    exactly :func:`paired_test`. Also returns each run's own 95% interval from those resamples
-    (A's runs, then B's): ``[{metric: [low, high]}, ...]``."""
+    resample is the mean of its runs' scores on the same resampled pairs, so one run a side is
+    exactly :func:`paired_test`. Also returns each run alone (A's runs, then B's): its scores on
+    the pairs and its 95% interval from those resamples, ``[{"scores": {metric: v}, "ci":
+    {metric: [low, high]}}, ...]``."""
     rng = np.random.default_rng(seed)
     weights = resample_counts(len(idx), n_resamples, rng)
     whole = np.ones((1, len(idx)))  # every pair once: the systems' own scores
-    per_run = [metric_samples(c, idx, weights) for c in (*runs_a, *runs_b)]
-    intervals = [{m: [float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))] for m, v in run.items()
-                  if not np.isnan(v).all()} for run in per_run]
+    runs = (*runs_a, *runs_b)
+    per_run = [metric_samples(c, idx, weights) for c in runs]
+    alone = [metric_samples(c, idx, whole) for c in runs]
+    reports = [{"scores": {m: float(v[0]) for m, v in own.items()},
+                "ci": {m: [float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))] for m, v in run.items()
+                       if not np.isnan(v).all()}} for own, run in zip(alone, per_run)]
 
-    def mean_of(runs: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-        return {m: np.mean([r[m] for r in runs], axis=0) for m in runs[0] if all(m in r for r in runs)}
+    def mean_of(samples: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        return {m: np.mean([r[m] for r in samples], axis=0) for m in samples[0] if all(m in r for r in samples)}
 
-    sa, sb = mean_of(per_run[: len(runs_a)]), mean_of(per_run[len(runs_a):])
-    full_a = mean_of([metric_samples(c, idx, whole) for c in runs_a])
-    full_b = mean_of([metric_samples(c, idx, whole) for c in runs_b])
+    n = len(runs_a)
+    sa, sb = mean_of(per_run[:n]), mean_of(per_run[n:])
+    full_a, full_b = mean_of(alone[:n]), mean_of(alone[n:])
     out = {}
     for metric in sa:
         if metric not in sb:
@@ -107,4 +111,4 @@ def paired_group_test(runs_a: "list[PairCache]", runs_b: "list[PairCache]", idx:
             "ci_high": float(np.percentile(d, 97.5)),
             "p_value": p,
         }
-    return out, intervals
+    return out, reports
