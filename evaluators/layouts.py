@@ -20,13 +20,11 @@ from typing import Any, Optional
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
-from idc_toolkit.metrics.judge import SHORT as JUDGE_SHORT
-from idc_toolkit.metrics.registry import paper_columns
-from idc_toolkit.metrics.reverse import ReverseOverlap
+from idc_toolkit.metrics.registry import table_columns
 
 PAPER_NAMES = {"overall": "Total", "change_only": "Semantic change", "color": "Color", "material": "Texture",
                "add": "Add", "drop": "Drop", "move": "Move", "distractor": "Distractor", "no_change": "No change"}
-SHORT = {**paper_columns(), **JUDGE_SHORT, **ReverseOverlap.paper_columns}  # the judge's and reversibility's where a run has them
+SHORT = table_columns()
 LAYOUTS = ("total-semantic", "by-type")
 #: groups that are not change types (left out of ``by-type``)
 _NOT_TYPES = {"overall", "change_only", "distractor", "no_change"}

@@ -70,6 +70,15 @@ def paper_columns() -> dict[str, str]:
     return {column: short for f in METRICS for column, short in metric_class(f).paper_columns.items()}
 
 
+def table_columns() -> dict[str, str]:
+    """``{column: short name}`` of every column a paper-shaped table shows where a run has it: the
+    papers' (B4 M R C S), then the judge's and reversibility's (made outside the registry)."""
+    from .judge import JudgeScores
+    from .reverse import ReverseOverlap
+
+    return {**paper_columns(), **JudgeScores.paper_columns, **ReverseOverlap.paper_columns}
+
+
 def all_columns() -> tuple[str, ...]:
     """Every column the registry's metrics produce, in table order."""
     return columns(tuple(METRICS))

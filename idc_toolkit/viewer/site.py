@@ -109,13 +109,11 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
 
 
 def shown_metrics() -> list[str]:
-    """The columns the page's tables and pair cards show, in table order: the papers' (B4 M R C S),
-    then the judge's and reversibility's where an evaluation has them."""
-    from ..metrics.judge import COLUMNS
-    from ..metrics.registry import paper_columns
-    from ..metrics.reverse import ReverseOverlap
+    """The columns the page's tables and pair cards show where an evaluation has them: those of
+    the papers' table shapes, in their order."""
+    from ..metrics.registry import table_columns
 
-    return [*paper_columns(), *COLUMNS, *ReverseOverlap.columns]
+    return list(table_columns())
 
 
 def _splits(dataset: Optional[str], asked: list[str], runs: list[Evaluation]) -> list[str]:
