@@ -119,7 +119,7 @@ def test_clip_filter_rejections_are_counted(setup, tmp_path, capsys):
     config.write_text(json.dumps({"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
                                   "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}))
     out = tmp_path / "aug"
-    one = ("--edits-per-image", "1")  # one edit per pair keeps this test short
+    one = ("--edits-per-image", "1", "--paraphrases", "0")  # one edit per pair and no LLM call keep this test short
     assert augment_main(_args(setup, out, *one, "--clip-filter", "1.01", "--clip-model", "tiny-clip-aug",
                               "--clip-config", str(config))) == 1
     assert "no edited pair was kept (CLIP filter rejections: 10)" in capsys.readouterr().err

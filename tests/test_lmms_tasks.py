@@ -135,7 +135,8 @@ def test_the_readme_lmms_eval_line_runs_with_the_harness_cli(demo_dataset, tiny_
     from idc_toolkit.cli.eval import main
 
     pack = tmp_path / "pack"
-    assert main(["lmms-tasks", "--dataset", f"clevr_change={demo_dataset}", "--out", str(pack)]) == 0
+    # a random tiny model never stops: 4 new tokens a pair instead of the default 40 keep this test short
+    assert main(["lmms-tasks", "--dataset", f"clevr_change={demo_dataset}", "--out", str(pack), "--max-new-tokens", "4"]) == 0
     cli = shutil.which("lmms-eval", path=str(Path(sys.executable).parent))
     assert cli, "the [lmms] extra installs the lmms-eval command"
     cmd = [cli, "--model", "qwen2_vl", "--model_args", f"pretrained={tiny_models('qwen2_vl')},device_map=cpu", "--device", "cpu",

@@ -183,10 +183,11 @@ def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):
     second = score_groups(hyps, REFS_AB, metrics=["METEOR"])
     assert first.groups["overall"].scores == second.groups["overall"].scores
     assert len(started) <= 1  # at most one load (none when an earlier test left a warm JVM)
-    process = meteor_mod.acquire_process()
+    need = meteor_mod.coverage_needed(list(REFS_AB.values()))  # the scorings' table, not the whole one (9 s of a core)
+    process = meteor_mod.acquire_process(need)
     process.in_step = False  # as if an exchange had been interrupted
     meteor_mod.release_process(process)
-    other = meteor_mod.acquire_process()
+    other = meteor_mod.acquire_process(need)
     assert other is not process and not process.alive()
     meteor_mod.release_process(other)
 
