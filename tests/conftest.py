@@ -113,11 +113,32 @@ def write_json(path: Path, data) -> Path:
     return path
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``name`` that ``build(folder)`` fills, made by the first pytest-xdist worker of
+    the session that asks and read by the others, as xdist's docs share session data (each worker
+    made its own before: the demo datasets and tiny models twice). Every builder here is seeded,
+    so any worker's folder would hold the same bytes."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built_once"
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / name
+    with FileLock(str(root / f"{name}.lock")):
+        if not (root / f"{name}.done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that failed half-way left it
+            folder.mkdir()
+            build(folder)
+            (root / f"{name}.done").touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_raw(tmp_path_factory) -> Path:
     from idc_toolkit.demo.generator import generate_demo_release
 
-    return generate_demo_release(tmp_path_factory.mktemp("demo") / "raw", n_per_type=5, size=(112, 84), seed=1)
+    return built_once(tmp_path_factory, "demo",
+                      lambda d: generate_demo_release(d / "raw", n_per_type=5, size=(112, 84), seed=1)) / "raw"
 
 
 @pytest.fixture(scope="session")
@@ -126,9 +147,10 @@ def demo_dataset(demo_raw, tmp_path_factory) -> Path:
     from idc_toolkit.builders import make_builder
     from idc_toolkit.building.pipeline import build_dataset
 
-    out = tmp_path_factory.mktemp("demo_ds") / "clevr_change_demo"
-    build_dataset(make_builder("clevr_change", demo_raw), out, max_shard_rows=8, progress=False)
-    return out
+    def build(folder: Path) -> None:
+        build_dataset(make_builder("clevr_change", demo_raw), folder / "clevr_change_demo", max_shard_rows=8, progress=False)
+
+    return built_once(tmp_path_factory, "demo_ds", build) / "clevr_change_demo"
 
 
 @pytest.fixture(scope="session")
@@ -210,34 +232,34 @@ def davir_dataset(demo_dataset, tmp_path_factory) -> Path:
     from idc_toolkit.entities.column import add_change_entities
     from idc_toolkit.masks.column import add_change_masks
 
-    root = tmp_path_factory.mktemp("davir_ds")
-    add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
-    (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
-    return add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-train",
-                               clip_config=str(root / "tiny-clip-train.json"), device="cpu", progress=False,
-                               random_weights=True).out_dir
+    def build(root: Path) -> None:
+        add_change_masks(demo_dataset, root / "masks", device="cpu", progress=False)
+        (root / "tiny-clip-train.json").write_text(json.dumps(TINY_CLIP))
+        add_change_entities(root / "masks", root / "ents", clip_model="tiny-clip-train",
+                            clip_config=str(root / "tiny-clip-train.json"), device="cpu", progress=False,
+                            random_weights=True)
+
+    return built_once(tmp_path_factory, "davir_ds", build) / "ents"
 
 
 class TinyModels:
-    """Tiny random base checkpoints, each written once per test session on first use and shared
-    by the modules that only read them (the README test, the evaluators, augmentation, VLMs)."""
+    """Tiny random base checkpoints, each written once per test session on first use
+    (:func:`built_once`) and shared by the modules that only read them (the README test, the
+    evaluators, augmentation, VLMs)."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, tmp_path_factory):
+        self.tmp_path_factory = tmp_path_factory
 
     def __call__(self, name: str) -> Path:
-        folder = self.root / name
-        if not folder.exists():
-            from idc_toolkit.demo import tiny
-            from idc_toolkit.demo.tiny_vlm import ARCHITECTURES, save_tiny_vlm
+        from idc_toolkit.demo import tiny
+        from idc_toolkit.demo.tiny_vlm import ARCHITECTURES, save_tiny_vlm
 
-            makers = {"blip2": tiny.save_tiny_blip2, "iblip": tiny.save_tiny_instructblip,
-                      "ip2p": tiny.save_tiny_instruct_pix2pix, "chat": tiny.save_tiny_chat_lm,
-                      **{arch: (lambda f, a=arch: save_tiny_vlm(a, f)) for arch in ARCHITECTURES}}
-            makers[name](folder)
-        return folder
+        makers = {"blip2": tiny.save_tiny_blip2, "iblip": tiny.save_tiny_instructblip,
+                  "ip2p": tiny.save_tiny_instruct_pix2pix, "chat": tiny.save_tiny_chat_lm,
+                  **{arch: (lambda f, a=arch: save_tiny_vlm(a, f)) for arch in ARCHITECTURES}}
+        return built_once(self.tmp_path_factory, f"tiny_{name}", lambda folder: makers[name](folder / name)) / name
 
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> TinyModels:
-    return TinyModels(tmp_path_factory.mktemp("tiny_models"))
+    return TinyModels(tmp_path_factory)
