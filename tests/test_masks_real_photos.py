@@ -317,7 +317,7 @@ def test_a_clean_pair_keeps_a_change_that_breaks_into_small_groups():
 
 
 @pytest.mark.parametrize("name, shape, change, seed, floor", [
-    ("chelsea.png", "pole", "add", 0, 0.93),  # floors just under the measured IoU: a regression fails, noise does not
+    ("chelsea.png", "pole", "add", 0, 0.93),  # floors a regression falls under and noise does not
     ("coffee.png", "pole", "add", 0, 0.82),
     ("astronaut.png", "pole", "add", 0, 0.95),
 ])
@@ -346,7 +346,7 @@ def test_a_saturated_rim_under_jpeg_or_noise_masks_almost_nothing(distractor):
 
 
 @pytest.mark.parametrize("cell, j, share_class, change, shape, size, photo, floor, gain", [
-    # floor and gain just under the measured values (benchmarks/mask_quality.md): a regression fails, noise does not
+    # floor and gain a regression falls under and noise does not (figures: benchmarks/mask_quality.md)
     (28, 0, 0, "drop", "text", (224, 224), "moon.png", 0.55, 0.015),
     (281, 0, 1, "low_contrast", "pole", (480, 320), "moon.png", 0.69, 0.15),
 ])

@@ -18,7 +18,6 @@
   function x100(v) { return (v === null || v === undefined) ? "n/a" : (100 * v).toFixed(1); }
   function option(select, value, text) { select.appendChild(new Option(text, value)); }
 
-  // ---- header: each evaluation's table (x100, bootstrap intervals where computed) ----
   // ---- idc-eval leaderboard: one row per system, mean (sd) across its runs, sources and caveats ----
   function leaderboard() {
     var board = SITE.leaderboard;
@@ -44,6 +43,7 @@
     $("tables").appendChild(table);
   }
 
+  // ---- header: the leaderboard, then each evaluation's table (x100, bootstrap intervals where computed) ----
   function tables() {
     leaderboard();
     $("title").textContent = SITE.title;
