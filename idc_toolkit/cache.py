@@ -1,5 +1,5 @@
 """Where the toolkit keeps what it may recompute: ``$IDC_CACHE``, else ``$XDG_CACHE_HOME/idc_toolkit``,
-else ``~/.cache/idc_toolkit`` (content hashes of weights, METEOR statistics, SPICE's cache).
+else ``~/.cache/idc_toolkit`` (content hashes of weights, METEOR statistics, the PTB tokenizer's output, SPICE's cache).
 Deleting it loses nothing but time."""
 
 from __future__ import annotations

@@ -32,10 +32,12 @@ def _session_folder(prefix: str) -> str:
     return folder
 
 
-# METEOR's statistics cache: one per test session, so no test depends on an earlier session's
-# (pytest-xdist's workers inherit the controller's, as they do the datasets cache below)
-if "IDC_METEOR_CACHE" not in os.environ:
-    os.environ["IDC_METEOR_CACHE"] = os.path.join(_session_folder("idc-meteor-"), "stats.sqlite")
+# METEOR's statistics and the tokenizer's output: one cache per test session, so no test depends
+# on an earlier session's (pytest-xdist's workers inherit the controller's, as they do the
+# datasets cache below)
+for _name, _file in (("IDC_METEOR_CACHE", "stats.sqlite"), ("IDC_TOKENIZER_CACHE", "tokens.sqlite")):
+    if _name not in os.environ:
+        os.environ[_name] = os.path.join(_session_folder("idc-scoring-"), _file)
 # datasets' Arrow cache too: for a folder whose card defines its configs, datasets keys the cache
 # by the card's dataset_info and the config, not by the data files, so a test's output folder
 # named as an earlier session's, with an equal card, loaded that session's rows (seen once the

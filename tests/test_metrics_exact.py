@@ -147,6 +147,57 @@ def test_tokenizer_matches_pycocoevalcap():
     assert ours == [theirs[str(i)][0] for i in range(len(sentences))]
 
 
+#: lines whose end the tokenizer reads in the light of the next line's start ("I." keeps its
+#: period before "the", loses it before "There"), and lines that start such a reading
+LAST_LINES = ["I.", "the man in fig.", "a b c.", "See Fig."]
+FIRST_LINES = ["A car", "There is a man", "2nd car moved", "It is gone"]
+
+
+def test_each_block_is_tokenized_as_pycocoevalcap_tokenizes_it_alone(shared, monkeypatch):
+    """Real references and predictions (DDLA's Spot-the-Diff files) cut into blocks whose
+    neighbours would change how the tokenizer reads a block's last line: one JVM call gives each
+    block what pycocoevalcap's own PTBTokenizer gives that block as its whole file (its references
+    or its hypotheses), so the tokens of a block can be kept and reused."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    from idc_toolkit.metrics.tokenizer import ptb_tokenize_blocks
+
+    monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
+    hyps, refs = _ddla(shared)
+    lines = [c for rs in refs.values() for c in rs] + list(hyps.values())
+    blocks = [lines[k::4] for k in range(4)]
+    for k, block in enumerate(blocks):
+        block.insert(0, FIRST_LINES[k])
+        block.append(LAST_LINES[k])
+    ours = ptb_tokenize_blocks(blocks)
+    for block, tokens in zip(blocks, ours):
+        theirs = PTBTokenizer().tokenize({str(i): [{"caption": line}] for i, line in enumerate(block)})
+        assert tokens == [theirs[str(i)][0] for i in range(len(block))]
+    assert [tokens[-1] for tokens in ours] == ["i.", "the man in fig", "a b c.", "see fig"]
+    # as one file, each of the first three last lines is read with the next block's first line
+    joined = ptb_tokenize_blocks([[line for block in blocks for line in block]])[0]
+    ends = np.cumsum([len(block) for block in blocks]) - 1
+    assert [joined[e] for e in ends] == ["i", "the man in fig.", "a b c", "see fig"]
+
+
+def test_the_scorer_tokenizes_references_and_hypotheses_as_two_files(monkeypatch):
+    """pycocoevalcap tokenizes an evaluation's references and its hypotheses in two calls: the
+    last reference is read at the end of its file, not before the first hypothesis."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    from idc_toolkit.metrics.core import build_cache
+
+    monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
+    refs = {"1": ["a man walked away", "the cube is gone"], "2": ["I."]}
+    hyps = {"1": "There is a man", "2": "It is gone"}
+    cache = build_cache(hyps, refs, ["BLEU"])
+    cache.close()
+    gts = PTBTokenizer().tokenize({k: [{"caption": c} for c in v] for k, v in refs.items()})
+    res = PTBTokenizer().tokenize({k: [{"caption": v}] for k, v in hyps.items()})
+    assert cache.references == [gts["1"], gts["2"]] == [["a man walked away", "the cube is gone"], ["i."]]
+    assert cache.hypotheses == [res["1"][0], res["2"][0]]
+
+
 def test_cider_groups_are_bit_for_bit_pycocoevalcaps():
     """The vectorised CIDEr-D against pycocoevalcap's own ``Cider`` on groups of 8,000 pairs of
     random sentences from a small vocabulary (many shared n-grams, captions of 0-18 words, 1-6

@@ -170,6 +170,28 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
     assert run()[0] == 3  # no cache: everything aligned
 
 
+def test_tokens_cache_means_a_second_scoring_starts_no_tokenizer(monkeypatch, tmp_path):
+    """The references' tokens are kept per block: scoring them again with other hypotheses runs
+    the tokenizer on the hypotheses alone, and the same captions again run it not at all."""
+    import idc_toolkit.metrics.tokenizer as tokenizer_mod
+
+    monkeypatch.setenv("IDC_TOKENIZER_CACHE", str(tmp_path / "tokens.sqlite"))
+    asked = []
+    real = tokenizer_mod._run_tokenizer
+    monkeypatch.setattr(tokenizer_mod, "_run_tokenizer", lambda lines, timeout: asked.append(list(lines)) or real(lines, timeout))
+    refs = [["The red car moved.", "A car moved"], ["Nothing changed."]]
+    flat = [r for rs in refs for r in rs]
+    first = tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]])
+    assert first == [["the red car moved", "a car moved", "nothing changed"], ["a car moved", "nothing"]]
+    assert len(asked) == 1 and len(asked[0]) == 7  # both blocks and their end lines in one JVM
+    other = tokenizer_mod.ptb_tokenize_blocks([flat, ["The CAR moved"]])
+    assert other == [first[0], ["the car moved"]] and asked[1] == ["The CAR moved", tokenizer_mod.BLOCK_END]
+    assert tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]]) == first and len(asked) == 2
+    assert tokenizer_mod.ptb_tokenize_blocks([[], [""]]) == [[], [""]] and asked[-1] == ["", tokenizer_mod.BLOCK_END]
+    monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
+    assert tokenizer_mod.ptb_tokenize(flat) == first[0] and len(asked) == 4  # no cache: tokenized again
+
+
 def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):
     """The JVM of one scoring serves the next (no second 6 s load), with the same scores; a JVM
     left in the middle of an exchange is never handed out again."""

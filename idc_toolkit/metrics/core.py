@@ -20,7 +20,7 @@ from .base import Metric
 from .registry import all_columns, columns, metric_class, resolve_families
 from .results import GroupScores, PairCache, ScoreResult
 from .text import sanitize_caption
-from .tokenizer import ptb_tokenize
+from .tokenizer import ptb_tokenize_blocks
 
 #: every score column, in table order (derived from the registry)
 METRICS = all_columns()
@@ -51,12 +51,15 @@ def build_cache(
             m.start()
         flat_refs = [sanitize_caption(r) for i in ids for r in references[i]]
         hyps_raw = [sanitize_caption(hypotheses[i]) for i in ids]
-        tokens = (tokenize or ptb_tokenize)(flat_refs + hyps_raw)
-        cache.hypotheses = tokens[len(flat_refs):]
+        if tokenize is None:  # references and hypotheses each as pycocoevalcap tokenizes them, in one JVM
+            ref_tokens, cache.hypotheses = ptb_tokenize_blocks([flat_refs, hyps_raw])
+        else:
+            tokens = tokenize(flat_refs + hyps_raw)
+            ref_tokens, cache.hypotheses = tokens[:len(flat_refs)], tokens[len(flat_refs):]
         pos = 0
         for i in ids:
             k = len(references[i])
-            cache.references.append(tokens[pos: pos + k])
+            cache.references.append(ref_tokens[pos: pos + k])
             pos += k
         for m in metrics.values():
             if m.background:

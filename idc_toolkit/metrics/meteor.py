@@ -26,6 +26,7 @@ from ..errors import EvaluationError
 from .base import Metric
 from .meteor_stats import aggregate_statistics, meteor_score
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
+from .text_cache import TextCache
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -320,66 +321,14 @@ def meteor_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
-class StatisticsCache:
-    """METEOR's per-segment statistics on disk (SQLite, keyed by the exact ``SCORE`` line), so
-    a second protocol, ``compare`` or a rerun does not align a segment twice. A segment's
-    statistics depend only on its line and the jar: the key includes both.
-    ``IDC_METEOR_CACHE=0`` turns it off; ``IDC_METEOR_CACHE=PATH`` moves it."""
+def statistics_cache() -> TextCache:
+    """METEOR's per-segment statistics keyed by the exact ``SCORE`` line, so a second protocol,
+    ``compare`` or a rerun does not align a segment twice (a segment's statistics depend only on
+    its line and the jar). ``IDC_METEOR_CACHE=0`` turns it off; ``IDC_METEOR_CACHE=PATH`` moves it."""
+    from importlib import metadata
 
-    def __init__(self) -> None:
-        import os
-        import sqlite3
-        from pathlib import Path
-
-        setting = os.environ.get("IDC_METEOR_CACHE", "")
-        self.db = None
-        if setting == "0":
-            return
-        from ..cache import cache_dir
-
-        path = Path(setting) if setting else cache_dir("meteor_stats.sqlite")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
-            self.db.execute("CREATE TABLE IF NOT EXISTS stats (key TEXT PRIMARY KEY, value TEXT)")
-        except (OSError, sqlite3.Error):
-            self.db = None  # a read-only home: align everything, as without a cache
-        from importlib import metadata
-
-        self.namespace = f"pycocoevalcap {metadata.version('pycocoevalcap')} {' '.join(METEOR_ARGS)}"
-
-    def _key(self, line: str) -> str:
-        import hashlib
-
-        return hashlib.sha256(f"{self.namespace}\n{line}".encode()).hexdigest()
-
-    def get(self, lines: Sequence[str]) -> dict[int, str]:
-        if self.db is None:
-            return {}
-        keys = [self._key(line) for line in lines]
-        found: dict[str, str] = {}
-        for start in range(0, len(keys), 900):  # SQLite's variable limit
-            chunk = keys[start:start + 900]
-            rows = self.db.execute(f"SELECT key, value FROM stats WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-            found.update(rows.fetchall())
-        return {i: found[k] for i, k in enumerate(keys) if k in found}
-
-    def put(self, lines: Sequence[str], stats: Sequence[str]) -> None:
-        if self.db is None or not lines:
-            return
-        import sqlite3
-
-        try:
-            with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO stats VALUES (?, ?)",
-                                    [(self._key(line), s) for line, s in zip(lines, stats)])
-        except sqlite3.Error:
-            pass  # a full disk costs a re-alignment next time, not this run
-
-    def close(self) -> None:
-        if self.db is not None:
-            self.db.close()
-            self.db = None
+    return TextCache("IDC_METEOR_CACHE", "meteor_stats.sqlite", "stats",
+                     f"pycocoevalcap {metadata.version('pycocoevalcap')} {' '.join(METEOR_ARGS)}")
 
 
 def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequence[str],
@@ -436,11 +385,8 @@ class Meteor(Metric):
         for i, line in enumerate(lines):
             first.setdefault(line, i)
         unique = list(first)
-        cache = StatisticsCache()
-        try:
+        with statistics_cache() as cache:
             self._known = {unique[k]: s for k, s in cache.get(unique).items()}
-        finally:
-            cache.close()
         self._lines = lines
         self._todo = [i for line, i in first.items() if line not in self._known]
         if self._todo:
@@ -453,11 +399,8 @@ class Meteor(Metric):
             self.prepare(hypotheses, references)
         lines, todo, by_line = self._lines, self._todo, self._known
         fresh = parallel_statistics(self.workers, [hypotheses[i] for i in todo], [references[i] for i in todo]) if todo else []
-        cache = StatisticsCache()
-        try:
+        with statistics_cache() as cache:
             cache.put([lines[i] for i in todo], fresh)
-        finally:
-            cache.close()
         by_line.update((lines[i], s) for i, s in zip(todo, fresh))
         self.lines = [by_line[line] for line in lines]
         self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])

@@ -1,8 +1,9 @@
 """The Java side of coco-caption: locating pycocoevalcap's jars, and the PTB tokenizer.
 
 Our tokenizer runs the same command as ``pycocoevalcap.tokenizer.PTBTokenizer`` (the same
-jar, ``-preserveLines -lowerCase``, the same punctuation filter) but on all captions of an
-evaluation at once, and with its temporary file in the system temp dir instead of inside
+jar, ``-preserveLines -lowerCase``, the same punctuation filter) on an evaluation's references
+and its hypotheses as pycocoevalcap's two files, but in one JVM, keeping each file's tokens for
+the next scoring, and with its temporary file in the system temp dir instead of inside
 site-packages (pycocoevalcap's choice fails on a read-only install).
 """
 
@@ -13,8 +14,10 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional, Sequence
 
 from ..errors import EvaluationError
+from .text_cache import TextCache
 
 
 @lru_cache(maxsize=None)
@@ -56,23 +59,64 @@ def ptb_tokenize(sentences: list[str], timeout: float = 600.0) -> list[str]:
     Sentences must already be free of line separators (see :mod:`.text`); the output has
     one entry per input sentence, lower-cased, punctuation tokens removed.
     """
-    if not sentences:
-        return []
+    return ptb_tokenize_blocks([sentences], timeout)[0]
+
+
+#: the line after each block: the tokenizer reads a line's end in the light of the next line's
+#: start ("I." before "There" loses its period) and after this one as at the end of a file, and
+#: a final empty caption is not lost at the end of the file
+BLOCK_END = "eos"
+
+
+def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0) -> list[list[str]]:
+    """Each block tokenized as pycocoevalcap tokenizes it alone (one file: the references of an
+    evaluation, or its hypotheses), the blocks that are not in the tokenizer's cache in one JVM
+    call. A block's tokens depend only on its own lines (tested), so the cache is keyed by them."""
+    texts = ["\n".join(s.replace("\n", " ") for s in block) for block in blocks]
+    out: list[Optional[list[str]]] = [[] if not block else None for block in blocks]
+    with tokens_cache() as cache:
+        for k, value in cache.get(texts).items():
+            if out[k] is None:
+                out[k] = value.split("\n")
+        todo = [k for k, tokens in enumerate(out) if tokens is None]
+        if todo:
+            lines = _run_tokenizer([line for k in todo for line in (*texts[k].split("\n"), BLOCK_END)], timeout)
+            start = 0
+            for k in todo:
+                out[k] = lines[start:start + len(blocks[k])]
+                start += len(blocks[k]) + 1
+            cache.put([texts[k] for k in todo], ["\n".join(out[k]) for k in todo])
+    return out  # type: ignore[return-value]
+
+
+def tokens_cache() -> TextCache:
+    """The tokenizer's output per block (``IDC_TOKENIZER_CACHE=0`` turns it off, ``=PATH`` moves it):
+    rescoring the same references (``compare``, each validation of ``idc-train``) starts no JVM."""
+    from importlib import metadata
+
+    return TextCache("IDC_TOKENIZER_CACHE", "ptb_tokens.sqlite", "tokens",
+                     f"pycocoevalcap {metadata.version('pycocoevalcap')} PTBTokenizer {' '.join(PTB_ARGS)}")
+
+
+#: pycocoevalcap's PTBTokenizer command line
+PTB_ARGS = ["-preserveLines", "-lowerCase"]
+
+
+def _run_tokenizer(lines: list[str], timeout: float) -> list[str]:
     jar = pycocoevalcap_dir() / "tokenizer" / "stanford-corenlp-3.4.1.jar"
     # the input file is the tempfile module's own, removed by it when the block ends
     with tempfile.NamedTemporaryFile(prefix="idc_ptb_", suffix=".txt") as fh:
-        # a trailing sentinel line keeps a final empty caption from being lost at EOF
-        fh.write("\n".join([*(s.replace("\n", " ") for s in sentences), "eos"]).encode())
+        fh.write("\n".join(lines).encode())
         fh.flush()
-        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase", fh.name]
+        cmd = [java_executable(), "-cp", str(jar), "edu.stanford.nlp.process.PTBTokenizer", *PTB_ARGS, fh.name]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise EvaluationError(f"the PTB tokenizer did not finish within {timeout:.0f} s") from None
     if proc.returncode != 0:
         raise EvaluationError(f"the PTB tokenizer failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[-2000:]}")
-    lines = proc.stdout.decode().split("\n")
-    if len(lines) < len(sentences):
-        raise EvaluationError(f"the PTB tokenizer returned {len(lines)} lines for {len(sentences)} captions")
+    out = proc.stdout.decode().split("\n")
+    if len(out) < len(lines):
+        raise EvaluationError(f"the PTB tokenizer returned {len(out)} lines for {len(lines)} captions")
     punct = set(_punctuations())
-    return [" ".join(w for w in line.rstrip().split(" ") if w not in punct) for line in lines[: len(sentences)]]
+    return [" ".join(w for w in line.rstrip().split(" ") if w not in punct) for line in out[: len(lines)]]
