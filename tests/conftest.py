@@ -50,6 +50,21 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+#: the longest modules, longest first (seconds of a worker: benchmarks/README.md#the-test-suite),
+#: handed out first: with --dist loadfile a long module taken last kept one worker busy while the
+#: other idled. test_metrics_exact.py second: it needs no session fixture, so its worker does not
+#: wait while the other builds them
+LONGEST_FIRST = ["test_training.py", "test_metrics_exact.py", "test_run_engines.py", "test_readme_examples.py",
+                 "test_model_evaluators.py", "test_augment.py", "test_lmms_tasks.py", "test_builders_real.py",
+                 "test_real_layouts.py", "test_vlm.py", "test_demo.py", "test_change_entities.py", "test_metrics_inputs.py",
+                 "test_build_resume.py", "test_change_masks.py", "test_eval_cli.py", "test_training_exact.py"]
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each module's own order kept
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     if not (SHARED / "real_annotations").is_dir():

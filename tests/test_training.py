@@ -71,37 +71,6 @@ def _adapter_tensors(folder):
     return load_file(str(folder / "adapter_model.safetensors"))
 
 
-def test_kill_9_then_the_same_command_continues_and_equals_an_uninterrupted_run(bases, demo_dataset, tmp_path):
-    """``kill -9`` once a checkpoint exists, rerun the same command: it resumes from the last
-    checkpoint and, on CPU with a fixed seed, the final adapter is bit-identical."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    options = dict(base_model=str(bases["blip2idc"]), max_steps=12, save_steps=2, batch_size=4, lr=5e-3, val_split=None,
-                   device="cpu", report_to="none", seed=3)
-    whole = train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "whole", progress=False, **options))
-    cmd = [sys.executable, "-m", "idc_toolkit.cli.train", "--model", "blip2idc", "--dataset", str(demo_dataset),
-           "--out", str(tmp_path / "cut"), "--base-model", options["base_model"], "--max-steps", "12", "--save-steps", "2",
-           "--batch-size", "4", "--lr", "5e-3", "--val-split", "", "--device", "cpu", "--report-to", "none", "--seed", "3",
-           "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    first = tmp_path / "cut" / "checkpoints" / "checkpoint-2"
-    deadline = time.time() + 120
-    while not first.is_dir() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert not (tmp_path / "cut" / "adapter").exists(), "the run finished before it could be killed"
-    assert train_main(cmd[3:]) == 0  # the same command again (in this process: the kill was the point)
-    resumed = tmp_path / "cut" / "adapter"
-    a, b = _adapter_tensors(whole.adapter), _adapter_tensors(resumed)
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert train(TrainArgs("blip2idc", str(demo_dataset), tmp_path / "cut", progress=True, **options)).already_done
-
-
 def test_off_a_terminal_progress_is_plain_lines_and_no_log_dicts(bases, demo_dataset, tmp_path, capsys):
     """In a log file (here: captured output, not a terminal) a run shows one line per tenth of its
     steps, no bar redrawn with carriage returns, and never the Trainer's raw log dicts."""
@@ -213,38 +182,46 @@ sys.exit(main(sys.argv[1:-1]))
 
 
 def test_kill_9_inside_validation_resumes_to_the_same_table_and_adapter(bases, demo_dataset, tmp_path, capsys):
-    """The checkpoint of an epoch is written after its validation: a kill inside validation
-    redoes the epoch, and epochs.json and the kept adapter equal an uninterrupted run's."""
+    """``kill -9`` inside the second epoch's validation, with a step checkpoint in the middle of
+    that epoch, then the same command: it resumes from that checkpoint (the first epoch's row of
+    the table from it, the epoch's last steps trained again, its validation redone) and, on CPU
+    with a fixed seed, epochs.json and the kept adapter equal an uninterrupted run's bit for bit;
+    a third run finds the work done."""
     import os
     import signal
     import subprocess
     import sys
     import time
 
+    # 30 training pairs in batches of 8: 4 steps an epoch, checkpoints after steps 3 and 6 (mid-epoch)
     args = ["--model", "blip2idc", "--dataset", str(demo_dataset), "--base-model", str(bases["blip2idc"]), "--epochs", "2",
             "--batch-size", "8", "--lr", "2e-2", "--device", "cpu", "--no-progress", "--report-to", "none", "--seed", "5",
-            "--val-limit", "6"]
+            "--val-limit", "6", "--save-steps", "3"]
     capsys.readouterr()
     assert train_main([*args, "--out", str(tmp_path / "whole")]) == 0
     # --val-limit validates a subset on purpose: no note per epoch that the rest went unscored
     assert "have no prediction" not in capsys.readouterr().err
-    for epoch in (1,):  # a kill in a later validation: the rerun resumes from the previous epoch's checkpoint
-        out, marker = tmp_path / f"cut{epoch}", tmp_path / f"marker{epoch}"
-        script = tmp_path / "held.py"
-        script.write_text(KILL_IN_VALIDATION.replace("{epoch}", str(epoch)))
-        proc = subprocess.Popen([sys.executable, str(script), *args, "--out", str(out), str(marker)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 180
-        while not marker.exists() and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        assert marker.exists(), "validation was never reached"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert train_main([*args, "--out", str(out)]) == 0
-        whole = json.loads((tmp_path / "whole" / "epochs.json").read_text())
-        assert json.loads((out / "epochs.json").read_text()) == whole and len(whole) == 2
-        a, b = _adapter_tensors(tmp_path / "whole" / "adapter"), _adapter_tensors(out / "adapter")
-        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    out, marker = tmp_path / "cut", tmp_path / "marker"
+    script = tmp_path / "held.py"
+    script.write_text(KILL_IN_VALIDATION.replace("{epoch}", "1"))
+    proc = subprocess.Popen([sys.executable, str(script), *args, "--out", str(out), str(marker)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 180
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "validation was never reached"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert max(int(p.name.split("-")[1]) for p in (out / "checkpoints").iterdir()) == 6
+    assert len(json.loads((out / "epochs.json").read_text())) == 1  # killed before the second row
+    assert train_main([*args, "--out", str(out)]) == 0
+    whole = json.loads((tmp_path / "whole" / "epochs.json").read_text())
+    assert json.loads((out / "epochs.json").read_text()) == whole and len(whole) == 2
+    a, b = _adapter_tensors(tmp_path / "whole" / "adapter"), _adapter_tensors(out / "adapter")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    args_done = TrainArgs("blip2idc", str(demo_dataset), out, base_model=str(bases["blip2idc"]), epochs=2, batch_size=8,
+                          lr=2e-2, device="cpu", progress=False, report_to="none", seed=5, val_limit=6, save_steps=3)
+    assert train(args_done).already_done
 
 
 def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(bases, demo_dataset, tmp_path):
