@@ -60,7 +60,7 @@ def card_data(text: str) -> dict[str, Any]:
     return copy.deepcopy(_parsed_card(text))
 
 
-@lru_cache(maxsize=16)  # a scoring reads its dataset's card several times; its YAML parse took ~35 ms each
+@lru_cache(maxsize=16)  # a scoring reads its dataset's card several times, and parsing its YAML is slow
 def _parsed_card(text: str) -> dict[str, Any]:
     from huggingface_hub import DatasetCard
 

@@ -34,7 +34,7 @@ _LEADING = {"the", "a", "an", "this", "that", "these", "those", "some", "any", "
             "our", "your", "another", "each", "every", "all", "both", "no"}
 
 
-@lru_cache(maxsize=4)  # read-only here, ~1 s to load: the vocabulary pass and the row task share one
+@lru_cache(maxsize=4)  # read-only here and slow to load: the vocabulary pass and the row task share one
 def load_spacy(name: str = DEFAULT_SPACY):
     import spacy
 

@@ -62,6 +62,9 @@ def ptb_tokenize(sentences: list[str], timeout: float = 600.0) -> list[str]:
     return ptb_tokenize_blocks([sentences], timeout)[0]
 
 
+#: pycocoevalcap's PTBTokenizer command line
+PTB_ARGS = ["-preserveLines", "-lowerCase"]
+
 #: the line after each block: the tokenizer reads a line's end in the light of the next line's
 #: start ("I." before "There" loses its period) and after this one as at the end of a file, and
 #: a final empty caption is not lost at the end of the file
@@ -96,10 +99,6 @@ def tokens_cache() -> TextCache:
 
     return TextCache("IDC_TOKENIZER_CACHE", "ptb_tokens.sqlite", "tokens",
                      f"pycocoevalcap {metadata.version('pycocoevalcap')} PTBTokenizer {' '.join(PTB_ARGS)}")
-
-
-#: pycocoevalcap's PTBTokenizer command line
-PTB_ARGS = ["-preserveLines", "-lowerCase"]
 
 
 def _run_tokenizer(lines: list[str], timeout: float) -> list[str]:
