@@ -192,8 +192,9 @@ def test_ids_sharing_a_long_prefix_get_distinct_file_names():
 
 
 def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
-    """Spot-the-Diff's img_id becomes a path: ``../`` and absolute ids are skipped and reported
-    (strict: an error), never embedded from outside --raw."""
+    """Spot-the-Diff's img_id becomes a path: ``../`` and absolute ids, and ids through a link to
+    a folder outside (``..`` after it included) are skipped and reported (strict: an error), never
+    embedded from outside --raw."""
     from idc_toolkit.builders import make_builder
     from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.errors import BuildError
@@ -205,13 +206,16 @@ def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):
     (secret / "private.png").write_bytes(image_bytes("PNG"))
     (secret / "private_2.png").write_bytes(image_bytes("PNG"))
     good = [{"img_id": str(i), "sentences": ["a change"]} for i in range(3)]
-    evil = [{"img_id": "../../../secret/private", "sentences": ["x"]}, {"img_id": str(secret / "private"), "sentences": ["y"]}]
+    evil = [{"img_id": "../../../secret/private", "sentences": ["x"]}, {"img_id": str(secret / "private"), "sentences": ["y"]},
+            {"img_id": "link/private", "sentences": ["z"]}, {"img_id": "link/../0", "sentences": ["w"]}]
     held_out = [{"img_id": str(i), "sentences": ["a change"]} for i in (10, 11)]
+    (tmp_path / "raw" / "data" / "resized_images").mkdir(parents=True)
+    (tmp_path / "raw" / "data" / "resized_images" / "link").symlink_to(secret)  # "link/../0" is secret/../0.png
     raw = make_spot_the_diff(tmp_path / "raw", {"train": good + evil, "val": held_out[:1], "test": held_out[1:]})
     result = build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out", progress=False)
     assert result.report.rows["train"] == 3
     reasons = [p.reason for p in result.report.problems if p.action == "skipped"]
-    assert sum("resolves outside the raw folder" in r for r in reasons) == 2, reasons
+    assert sum("resolves outside the raw folder" in r for r in reasons) == 4, reasons
     with pytest.raises(BuildError, match="strict mode: .*resolves outside the raw folder"):
         build_dataset(make_builder("spot_the_diff", raw), tmp_path / "out2", progress=False, strict=True)
 
