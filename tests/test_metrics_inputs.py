@@ -132,18 +132,26 @@ def test_spice_failure_is_reported_not_raised(tmp_path, monkeypatch):
 
 
 def test_parallel_meteor_workers_give_one_jvms_statistics():
-    """Two JVMs aligning halves of the segments answer what one JVM answers for all of them."""
+    """Two JVMs aligning halves of the segments answer what one JVM answers for all of them, one
+    compiling with C1 alone (started for a few segments) and one with C2 too; a JVM started for a
+    few segments is not handed to a long job."""
     hyps = [f"the {c} cube moved {k % 3} times" for k, c in enumerate(["red", "blue", "green", "gray"] * 3)]
     refs = [[f"a cube moved {k % 2} times", "the cube moved"] for k in range(len(hyps))]
     need = meteor_mod.coverage_needed(refs)  # the table cut to these references, as a scoring loads it
-    procs = [meteor_mod.acquire_process(need), MeteorProcess(coverage=need)]  # a warm JVM where an earlier test left one
+    # a warm JVM where an earlier test left one (never a C1-only one: this job's size is not given)
+    procs = [meteor_mod.acquire_process(need), MeteorProcess(coverage=need, segments=len(hyps))]
+    assert [p.quick for p in procs] == [False, True] and "-XX:TieredStopAtLevel=1" in procs[1]._proc.args
     try:
         split = meteor_mod.parallel_statistics(procs, hyps, refs)
         whole = procs[0].statistics(hyps, refs)
+        assert procs[1].statistics(hyps, refs) == whole
     finally:
         meteor_mod.release_process(procs[0])
-        procs[1].close()
+        meteor_mod.release_process(procs[1])
     assert split == whole and len(whole) == len(hyps)
+    long_job = meteor_mod.acquire_process(need, meteor_mod.C1_ONLY_BELOW)
+    assert long_job is not procs[1] and not long_job.quick
+    meteor_mod.release_process(long_job)
 
 
 def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp_path):
@@ -159,7 +167,7 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
     hyps, refs = ["a cube", "the red sphere", "a cube"], [["a cube"], ["a sphere"], ["two cubes"]]
     def run():
         worker = Worker()
-        monkeypatch.setattr(meteor_mod, "acquire_processes", lambda n, need=None: [worker])
+        monkeypatch.setattr(meteor_mod, "acquire_processes", lambda n, need=None, segments=None: [worker])
         m = meteor_mod.Meteor()
         m.compute(hyps, refs)
         return worker.asked, m.lines

@@ -37,6 +37,9 @@ METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en
 #: 19.8 s of JDK 17's defaults (G1, growing heap) on 2 cores, and 19-21 CPU-s instead of 28.6.
 #: Not part of the statistics cache's key, since they do not change a statistic.
 JVM_TUNING = ["-XX:+UseParallelGC", "-Xms2G", "-XX:CICompilerCount=2"]
+#: a JVM with fewer segments than this to align compiles with C1 alone: C2's compilations do not
+#: pay back in so short a run (same or less time with about half the CPU; benchmarks/README.md#meteors-compiler)
+C1_ONLY_BELOW = 4000
 #: the longest caption METEOR is given: its aligner's memory grows with the product of the
 #: lengths, and a 240 kB caption exhausts the JVM's 2 GB (measured); IDC captions are < 500.
 MAX_METEOR_CHARS = 20_000
@@ -64,16 +67,18 @@ class MeteorProcess:
     (:func:`.paraphrase.write_cut_table`) and aligns only references that ``coverage`` covers
     as the whole table would (:meth:`covers`); without, the whole table."""
 
-    def __init__(self, timeout: float = 300.0, coverage: Optional[Coverage] = None):
+    def __init__(self, timeout: float = 300.0, coverage: Optional[Coverage] = None, segments: Optional[int] = None):
         self.timeout = timeout
         self.coverage = coverage
+        #: compiled with C1 alone: for the few segments it was started for (``segments``)
+        self.quick = segments is not None and segments < C1_ONLY_BELOW
         table = ["-a", str(write_cut_table(coverage))] if coverage is not None else []
         #: False while an exchange is under way: a process left mid-answer must not be reused
         self.in_step = True
         self._stderr: list[bytes] = []
         try:
             self._proc = subprocess.Popen(
-                [java_executable(), *JVM_TUNING, *METEOR_ARGS, *table],
+                [java_executable(), *JVM_TUNING, *(["-XX:TieredStopAtLevel=1"] if self.quick else []), *METEOR_ARGS, *table],
                 cwd=str(pycocoevalcap_dir() / "meteor"),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -146,6 +151,10 @@ class MeteorProcess:
         ``need`` can match (None: references that need the whole table)."""
         return self.coverage is None or (need is not None and self.coverage.covers(need))
 
+    def suits(self, segments: Optional[int]) -> bool:
+        """Whether this JVM's compiler suits a job of ``segments`` (None: unknown, any suits)."""
+        return not (self.quick and (segments is None or segments >= C1_ONLY_BELOW))
+
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
         """Sufficient statistics of every (hypothesis, references) segment, in order."""
         lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
@@ -197,7 +206,7 @@ _IDLE: list[MeteorProcess] = []
 _IDLE_LOCK = threading.Lock()
 
 
-def acquire_process(need: Optional[Coverage] = None) -> MeteorProcess:
+def acquire_process(need: Optional[Coverage] = None, segments: Optional[int] = None) -> MeteorProcess:
     """A warm METEOR JVM left idle by an earlier scoring in this Python process whose table
     covers ``need``, else a new one with a table cut to ``need`` (the whole table for None).
     The ``SCORE`` protocol keeps no state between requests, so ``compare`` (two systems), a
@@ -207,10 +216,10 @@ def acquire_process(need: Optional[Coverage] = None) -> MeteorProcess:
             if not (process.alive() and process.in_step):
                 _IDLE.remove(process)
                 process.close()
-            elif process.covers(need):
+            elif process.covers(need) and process.suits(segments):
                 _IDLE.remove(process)
                 return process
-    return MeteorProcess(coverage=need)
+    return MeteorProcess(coverage=need, segments=segments)
 
 
 def release_process(process: MeteorProcess) -> None:
@@ -252,14 +261,15 @@ def one_jvm_set():
             release_process(process)
 
 
-def acquire_processes(n: int, need: Optional[Coverage] = None) -> list[MeteorProcess]:
+def acquire_processes(n: int, need: Optional[Coverage] = None, segments: Optional[int] = None) -> list[MeteorProcess]:
     """``n`` JVMs for one METEOR metric whose tables cover ``need``: the block's own inside
     :func:`one_jvm_set`, else warm idle ones or new ones (:func:`acquire_process`)."""
     with _IDLE_LOCK:
         shared = _SHARED[0] if _SHARED else None
         if shared is not None and len(shared) == n and all(p.alive() and p.covers(need) for p in shared):
             return shared
-    workers = [acquire_process(need) for _ in range(n)]
+    each = None if segments is None else -(-segments // n)  # the segments each JVM aligns
+    workers = [acquire_process(need, each) for _ in range(n)]
     if shared is None:
         return workers
     with _IDLE_LOCK:
@@ -390,7 +400,8 @@ class Meteor(Metric):
         self._lines = lines
         self._todo = [i for line, i in first.items() if line not in self._known]
         if self._todo:
-            self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]))
+            self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
+                                             len(self._todo))
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
