@@ -6,7 +6,7 @@ import idc_toolkit.metrics.meteor as meteor_mod
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.evaluators.predictions import References, prepare
 from idc_toolkit.metrics import score_groups
-from idc_toolkit.metrics.tokenizer import ptb_tokenize
+from idc_toolkit.metrics.tokenizer import C1_ONLY, ptb_tokenize
 from idc_toolkit.metrics.meteor import MeteorProcess
 from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
 
@@ -140,7 +140,7 @@ def test_parallel_meteor_workers_give_one_jvms_statistics():
     need = meteor_mod.coverage_needed(refs)  # the table cut to these references, as a scoring loads it
     # a warm JVM where an earlier test left one (never a C1-only one: this job's size is not given)
     procs = [meteor_mod.acquire_process(need), MeteorProcess(coverage=need, segments=len(hyps))]
-    assert [p.quick for p in procs] == [False, True] and "-XX:TieredStopAtLevel=1" in procs[1]._proc.args
+    assert [p.quick for p in procs] == [False, True] and C1_ONLY in procs[1]._proc.args
     try:
         split = meteor_mod.parallel_statistics(procs, hyps, refs)
         whole = procs[0].statistics(hyps, refs)

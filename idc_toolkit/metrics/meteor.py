@@ -27,7 +27,7 @@ from .base import Metric
 from .meteor_stats import aggregate_statistics, meteor_score
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
-from .tokenizer import java_executable, pycocoevalcap_dir
+from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
 #: JVM settings that change how fast METEOR runs, never what it answers (Java's arithmetic is
@@ -78,7 +78,7 @@ class MeteorProcess:
         self._stderr: list[bytes] = []
         try:
             self._proc = subprocess.Popen(
-                [java_executable(), *JVM_TUNING, *(["-XX:TieredStopAtLevel=1"] if self.quick else []), *METEOR_ARGS, *table],
+                [java_executable(), *JVM_TUNING, *([C1_ONLY] if self.quick else []), *METEOR_ARGS, *table],
                 cwd=str(pycocoevalcap_dir() / "meteor"),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

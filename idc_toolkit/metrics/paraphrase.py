@@ -40,7 +40,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .tokenizer import java_executable, pycocoevalcap_dir
+from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 #: the index's layout; bumped when :func:`build_index` writes another one
 INDEX_VERSION = 1
@@ -216,7 +216,7 @@ def normalized(lines: Sequence[str]) -> list[str]:
     ask = [line for line in lines if not UNCHANGED.fullmatch(line)]
     if not ask:
         return list(lines)
-    out = subprocess.run([java_executable(), "-cp", str(pycocoevalcap_dir() / "meteor" / "meteor-1.5.jar"), *NORMALIZER_ARGS],
+    out = subprocess.run([java_executable(), C1_ONLY, "-cp", str(pycocoevalcap_dir() / "meteor" / "meteor-1.5.jar"), *NORMALIZER_ARGS],
                          input="\n".join(ask) + "\n", capture_output=True, text=True, timeout=600)
     answers = out.stdout.split("\n")[:len(ask)]
     if out.returncode != 0 or len(answers) != len(ask):
