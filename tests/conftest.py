@@ -65,6 +65,21 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each module's own order kept
 
 
+_frozen_for = [None]
+
+
+def pytest_runtest_setup(item):
+    """At each module's first test (the previous module's fixtures are gone): collect, then freeze
+    what survives, so later full collections skip it. Without this every collection walked what a
+    worker had imported and kept (the Trainer collects at each ``train()``): benchmarks/README.md."""
+    import gc
+
+    if item.module is not _frozen_for[0]:
+        _frozen_for[0] = item.module
+        gc.collect()
+        gc.freeze()
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     if not (SHARED / "real_annotations").is_dir():
