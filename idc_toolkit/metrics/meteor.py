@@ -152,7 +152,8 @@ class MeteorProcess:
         return self.coverage is None or (need is not None and self.coverage.covers(need))
 
     def suits(self, segments: Optional[int]) -> bool:
-        """Whether this JVM's compiler suits a job of ``segments`` (None: unknown, any suits)."""
+        """Whether this JVM's compiler suits a job of ``segments``: a C1-only one suits a short
+        job only (None: a job of unknown length, which gets a JVM with C2)."""
         return not (self.quick and (segments is None or segments >= C1_ONLY_BELOW))
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
