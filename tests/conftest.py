@@ -87,6 +87,13 @@ def shared() -> Path:
     return SHARED
 
 
+def ranks_stderr(text: str, keep: int = 1500) -> str:
+    """A ``torchrun`` command's stderr for a failure message: its start, where a rank that exits
+    first writes its one-line error, and its end, the launcher's report (between them, the other
+    ranks' tracebacks, which only say that a peer went away)."""
+    return text if len(text) <= 2 * keep else f"{text[:keep]}\n[...]\n{text[-keep:]}"
+
+
 def kill_mid_run(script: str, args: list, out: Path, new_parts: int, jitter: float, rng) -> None:
     """Run ``python -c script *args`` (a run-engine job writing ``out``) and SIGKILL it at a
     moment of its run: ``jitter`` x a random fraction of a second after it wrote ``new_parts``

@@ -13,7 +13,7 @@ from PIL import Image
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.errors import IDCError
 
-from conftest import image_size
+from conftest import image_size, ranks_stderr
 
 pytestmark = pytest.mark.java
 
@@ -196,7 +196,7 @@ def test_torchrun_ranks_write_and_score_what_one_process_does(models, tiny_model
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.eval",
            *base, "--out", str(tmp_path / "multi")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, ranks_stderr(proc.stderr)
     assert (tmp_path / "multi" / "predictions.jsonl").read_text() == (tmp_path / "single" / "predictions.jsonl").read_text()
     single, multi = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("single", "multi"))
     assert multi["overall"] == single["overall"] and "CIDEr" in json.dumps(multi["overall"])

@@ -15,7 +15,7 @@ import pytest
 from idc_toolkit.masks.column import add_change_masks
 from idc_toolkit.runs import EngineArgs
 
-from conftest import REPO, kill_mid_run
+from conftest import REPO, kill_mid_run, ranks_stderr
 
 
 def _files(out):
@@ -113,7 +113,7 @@ def test_two_torchrun_ranks_publish_to_s3_what_one_process_writes(demo_dataset, 
            "idc_toolkit.cli.precompute", "masks", "--dataset", str(demo_dataset), "--out", uri, "--device", "cpu",
            "--rows-per-part", "8", "--no-progress", "--overwrite"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, ranks_stderr(proc.stderr)
     assert [k for k in _store_keys(uri) if k] == sorted(_files(one_process))
     assert _store_files(uri) == _files(one_process)
 

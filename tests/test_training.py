@@ -13,6 +13,8 @@ from idc_toolkit.cli.train import main as train_main
 from idc_toolkit.masks.fac import fac_loss
 from idc_toolkit.training import TrainArgs, train
 
+from conftest import ranks_stderr
+
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.java
 
@@ -246,7 +248,7 @@ def test_two_gloo_ranks_train_what_one_process_trains_at_the_same_global_batch(b
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.train",
            *common, "--batch-size", "4", "--out", str(tmp_path / "two")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, ranks_stderr(proc.stderr)
     steps = [[json.loads(line) for line in (tmp_path / n / "steps.jsonl").read_text().splitlines()] for n in ("one", "two")]
     assert [r["step"] for r in steps[1]] == [1, 2, 3]  # one line per optimizer step: rank 0 alone wrote
     for a, b in zip(*steps):
