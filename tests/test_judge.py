@@ -62,9 +62,14 @@ class Scripted(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    # the judge opens --judge-batch-size connections at once; socketserver's default backlog (5) resets the rest
+    request_queue_size = 128
+
+
 @pytest.fixture()
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    server = Server(("127.0.0.1", 0), Scripted)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Scripted.asked = []
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
