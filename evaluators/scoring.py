@@ -117,6 +117,10 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     out = None if a.out is None else output_folder(a.out, EvaluationError)
     arguments = {"predictions": _source(predictions), **asdict(a), "out": named_out, "metrics": list(resolve_families(metrics)),
                  "layouts": list(a.layouts)}
+    if a.judge_endpoint:
+        from idc_toolkit.urls import mask_url
+
+        arguments["judge_endpoint"] = mask_url(a.judge_endpoint)
     proto = get_protocol(a.protocol, a.drop_last_batch)
     if proto.own_groups and (a.groups or a.group_by or a.iou_file or a.iou_column):
         raise EvaluationError(f"--protocol {proto.name} forms its own {proto.own_groups} and would drop --groups / "
@@ -196,7 +200,8 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
                        "seed": a.seed, "arguments": arguments,
                        "protocol": {"name": proto.name, "description": proto.description,
                                     "comparable_with_rcc": proto.comparable_with_rcc},
-                       "run": run, "run_fingerprint": digest(run)})
+                       "run": run, "run_fingerprint": digest(run),
+                       **({"judge_answers": judge.answers} if judge is not None else {})})
     meta["protocol"].update(proto.summary(prep.hypotheses, prep.categories))
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
@@ -226,7 +231,14 @@ def judge_metric(captions: dict[str, str], prep: Any, refs: References, a: Any, 
     records = judge_pairs(rows, a, folder, engine=engine, overwrite=a.overwrite, progress=progress is not None)
     if records is None:
         return None
-    return from_records(list(prep.references), records)
+    metric = from_records(list(prep.references), records)
+    total = metric.answers["overall"]
+    if total["failure_rate"] > a.judge_max_unanswered:
+        raise EvaluationError(f"the judge left {total['unparsed']:,} of {total['asked']:,} questions unparsed and "
+                              f"{total['failed']:,} failed ({total['failure_rate']:.1%} > --judge-max-unanswered "
+                              f"{a.judge_max_unanswered:g}); its judgements are kept"
+                              + (f" in {folder}: a rerun asks again only what failed" if folder else ""))
+    return metric
 
 
 def _difference_list(value: Any, column: str, pid: str) -> list[str]:

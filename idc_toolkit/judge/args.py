@@ -27,5 +27,12 @@ class JudgeArgs:
                                    check=checks.positive_int, metavar="N")
     judge_endpoint: Optional[str] = option(None, "with --judge: an OpenAI-compatible base URL (…/v1) serving the "
                                                  "judge; nothing is loaded here (key: IDC_JUDGE_API_KEY)", metavar="URL")
+    judge_max_tokens: int = option(16, "with --judge-endpoint: the most tokens of a reply (a reasoning judge needs "
+                                       "room for its reasoning before the answer)", check=checks.positive_int, metavar="N")
+    judge_retries: int = option(4, "with --judge-endpoint: tries again after a connection error, a cut reply, 429 "
+                                   "or 5xx, with doubling waits", check=checks.non_negative_int, metavar="N")
+    judge_max_unanswered: float = option(0.02, "with --judge: the largest share of questions left unparsed or failed "
+                                               "that a judged evaluation accepts (above: it fails, naming the counts)",
+                                         check=checks.unit_interval, metavar="SHARE")
     differences_column: Optional[str] = option(None, "with --judge and --dataset: a column listing each pair's "
                                                      "differences (default: the sentences of its longest reference)")

@@ -1,13 +1,12 @@
 """Who answers the judge's yes / no questions: a model loaded here through transformers, or an
-OpenAI-compatible endpoint. Both are deterministic: greedy, one answer token, fixed prompts."""
+OpenAI-compatible endpoint (:mod:`.endpoint`). Both are deterministic: greedy decoding, fixed prompts."""
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
+from .answers import NO as NO_ANSWER, YES as YES_ANSWER
 
 YES = ("yes", "Yes", "YES")
 NO = ("no", "No", "NO")
@@ -82,45 +81,18 @@ class LocalJudge:
                 out[k] = m
         return out
 
-    def answer(self, prompts: Sequence[str]) -> list[bool]:
-        return [m > 0 for m in self.margins(prompts)]
+    def answer(self, prompts: Sequence[str]) -> list[str]:
+        return [YES_ANSWER if m > 0 else NO_ANSWER for m in self.margins(prompts)]
 
-
-class EndpointJudge:
-    """An OpenAI-compatible chat endpoint (vLLM, TGI, llama.cpp's server, ...): temperature 0,
-    one reply per prompt, yes when it starts with "yes"; ``batch_size`` requests at a time."""
-
-    def __init__(self, model: str, endpoint: str, batch_size: int = 16, timeout: float = 120.0):
-        self.model, self.url, self.batch_size, self.timeout = model, endpoint.rstrip("/") + "/chat/completions", batch_size, timeout
-        self.dtype = "served"
-
-    def _one(self, prompt: str) -> bool:
-        import urllib.error
-        import urllib.request
-
-        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
-                           "max_tokens": 3, "seed": 0}).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get("IDC_JUDGE_API_KEY")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        try:
-            with urllib.request.urlopen(urllib.request.Request(self.url, body, headers), timeout=self.timeout) as r:
-                reply = json.loads(r.read())
-            text = reply["choices"][0]["message"]["content"] or ""
-        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise EvaluationError(f"judge endpoint {self.url}: {exc}") from None
-        return text.strip().lstrip("*\"' ").lower().startswith("yes")
-
-    def answer(self, prompts: Sequence[str]) -> list[bool]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=self.batch_size) as pool:
-            return list(pool.map(self._one, prompts))
+    def close(self) -> None:
+        pass
 
 
 def make_judge(args, device: str):
     """The backend :class:`~.args.JudgeArgs` names."""
     if args.judge_endpoint:
-        return EndpointJudge(args.judge, args.judge_endpoint, args.judge_batch_size)
+        from .endpoint import EndpointJudge
+
+        return EndpointJudge(args.judge, args.judge_endpoint, args.judge_batch_size, max_tokens=args.judge_max_tokens,
+                             retries=args.judge_retries)
     return LocalJudge(args.judge, args.judge_revision, args.judge_dtype, device, args.judge_batch_size)

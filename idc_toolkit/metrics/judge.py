@@ -14,7 +14,11 @@ the value is defined:
   1 when the two captions describe inverse changes (C3-Bench's reversibility).
 
 Undefined values are NaN and take no part in a mean, a resample or the paired test; a group
-where a column is defined for no pair has no score in it (``n/a``), not 0.
+where a column is defined for no pair has no score in it (``n/a``), not 0. A question the judge
+left unanswered (unparsed, failed) takes no part either: a value is the mean of the answers
+given, and undefined where none was; :attr:`JudgeScores.answers` counts what each rests on.
+An empty caption is never sent to the judge: it states no difference, makes no claim (no
+precision; no hallucination) and does not say that nothing changed.
 """
 
 from __future__ import annotations
@@ -31,16 +35,20 @@ SHORT = {"Judge_recall": "J-Rec", "Judge_precision": "J-Prec", "Judge_hallucinat
          "Judge_reversibility": "J-Rev"}
 
 
-def pair_values(stated: Sequence[bool], supported: Sequence[bool], no_change: bool,
+def pair_values(stated: Sequence[Optional[bool]], supported: Sequence[Optional[bool]], no_change: bool,
                 says_no_change: Optional[bool], inverse: Optional[bool] = None) -> dict[str, float]:
-    """One pair's four values from its judgements (module docstring)."""
+    """One pair's values from its judgements (module docstring); ``None``: no answer."""
     nan = float("nan")
     change = not no_change
+    stated_given = [bool(v) for v in stated if v is not None]
+    supported_given = [bool(v) for v in supported if v is not None]
+    all_answered = len(supported_given) == len(supported)
     return {
-        "Judge_recall": float(np.mean(stated)) if change and len(stated) else nan,
-        "Judge_precision": float(np.mean(supported)) if change and len(supported) else nan,
-        "Judge_hallucination": float(not all(supported)),
-        "Judge_no_change": float(bool(says_no_change)) if no_change else nan,
+        "Judge_recall": float(np.mean(stated_given)) if change and stated_given else nan,
+        "Judge_precision": float(np.mean(supported_given)) if change and supported_given else nan,
+        # one unsupported claim decides it; all supported decides it only when every claim was answered
+        "Judge_hallucination": 1.0 if not all(supported_given) else 0.0 if all_answered else nan,
+        "Judge_no_change": float(says_no_change) if no_change and says_no_change is not None else nan,
         "Judge_reversibility": nan if inverse is None else float(inverse),
     }
 
@@ -52,14 +60,34 @@ def from_records(ids: Sequence[str], records: dict[str, dict]) -> "JudgeScores":
     columns = COLUMNS if any(records[i].get("inverse") is not None for i in ids) else COLUMNS[:-1]
     metric = JudgeScores({c: np.array([r[c] for r in rows], dtype=np.float64) for c in columns})
     metric.notes = [pair_note(records[i]) for i in ids]
+    metric.answers = answer_counts([records[i] for i in ids])
     return metric
+
+
+def answer_counts(records: Sequence[dict]) -> dict:
+    """Questions asked, answered, unparsed and failed, overall (with the failure rate) and by
+    question kind, from judgement records (what every judged number rests on)."""
+    kinds = ("stated", "supported", "no_change", "inverse")
+    by = {k: {"asked": 0, "answered": 0, "unparsed": 0, "failed": 0} for k in kinds}
+    for rec in records:
+        for kind, asked in (rec.get("asked") or {}).items():
+            unparsed = (rec.get("unparsed") or []).count(kind)
+            failed = (rec.get("failed") or []).count(kind)
+            row = by[kind]
+            row["asked"] += asked
+            row["answered"] += asked - unparsed - failed
+            row["unparsed"] += unparsed
+            row["failed"] += failed
+    total = {k: sum(row[k] for row in by.values()) for k in ("asked", "answered", "unparsed", "failed")}
+    rate = (total["unparsed"] + total["failed"]) / total["asked"] if total["asked"] else 0.0
+    return {"overall": {**total, "failure_rate": round(rate, 6)}, "by_question": {k: v for k, v in by.items() if v["asked"]}}
 
 
 def pair_note(record: dict) -> str:
     """What the judge said of one pair, in a line (``per_pair.csv``'s ``judgement``, the viewer's pair card)."""
     parts = []
-    missed = [d for d, ok in zip(record["differences"], record["stated"]) if not ok]
-    unsupported = [c for c, ok in zip(record["claims"], record["supported"]) if not ok]
+    missed = [d for d, ok in zip(record["differences"], record["stated"]) if ok is False]
+    unsupported = [c for c, ok in zip(record["claims"], record["supported"]) if ok is False]
     if record["differences"]:
         parts.append(f"stated {len(record['differences']) - len(missed)} of {len(record['differences'])} difference(s)"
                      + (f"; missed: {' | '.join(missed)}" if missed else ""))
@@ -69,6 +97,10 @@ def pair_note(record: dict) -> str:
         parts.append("says nothing changed" if record["says_no_change"] else "does not say nothing changed")
     if record.get("inverse") is not None:
         parts.append("reversed caption is the inverse" if record["inverse"] else "reversed caption is not the inverse")
+    unanswered = [f"{n} {kind} question(s) {why}" for why in ("unparsed", "failed")
+                  for kind in dict.fromkeys(record.get(why) or []) for n in [(record.get(why) or []).count(kind)]]
+    if unanswered:
+        parts.append("no answer: " + ", ".join(unanswered))
     return "; ".join(parts)
 
 
@@ -85,3 +117,4 @@ class JudgeScores(PairMeans):
     def __init__(self, values: dict[str, np.ndarray]):
         super().__init__(values)
         self.notes: list[str] = []
+        self.answers: dict = {}  #: :func:`answer_counts` of the pairs scored

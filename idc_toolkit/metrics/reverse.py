@@ -7,6 +7,12 @@ ROUGE-L. What the table cannot invert lowers the score of a consistent model as 
 inconsistent one: attribute changes ("the red cube is now blue" reverses to "the blue cube is
 now red", which the table leaves as is) and moves. Use it to compare models on the same pairs,
 not as an absolute rate; the judge decides inverse changes in any words.
+
+A pair's value is 0 where either caption is empty (nothing described is nothing reversed), and
+undefined (NaN: no part in any mean) where the A -> B caption holds no word of the table: a
+caption that names no direction ("there is no change", "the cube changed colour") reads the
+same both ways, so its overlap would be perfect whether or not the model is consistent. A
+model that writes nothing, or one constant caption, cannot rank first on it.
 """
 
 from __future__ import annotations
@@ -36,9 +42,18 @@ def invert(caption: str) -> str:
     return " ".join(INVERSE.get(w, w) for w in words(caption))
 
 
+def directional(caption: str) -> bool:
+    """Whether ``caption`` holds a word the table inverts."""
+    return any(w in INVERSE for w in words(caption))
+
+
 def reverse_overlap(forward: Sequence[str], backward: Sequence[str]) -> np.ndarray:
-    """Per pair: ROUGE-L of the B -> A caption against the inverted A -> B caption."""
-    return rouge_scores([" ".join(words(b)) for b in backward], [[invert(f)] for f in forward])
+    """Per pair: ROUGE-L of the B -> A caption against the inverted A -> B caption (0 where
+    either is empty, NaN where the A -> B caption names no direction: module docstring)."""
+    scores = np.asarray(rouge_scores([" ".join(words(b)) for b in backward], [[invert(f)] for f in forward]), dtype=np.float64)
+    empty = np.array([not words(f) or not words(b) for f, b in zip(forward, backward)], dtype=bool)
+    undirected = np.array([not directional(f) for f in forward], dtype=bool)
+    return np.where(empty, 0.0, np.where(undirected, np.nan, scores))
 
 
 class ReverseOverlap(PairMeans):
