@@ -30,6 +30,7 @@ from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.building.fetch import FetchJob, Fetcher, fetch_all, read_manifest
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
+from idc_toolkit.checks import positive_float
 from idc_toolkit.errors import RawFormatError
 from idc_toolkit.schema import PairRecord
 
@@ -61,14 +62,22 @@ def observation_id(url: str) -> Optional[str]:
 @dataclass
 class BirdsToWordsConfig(BuilderConfig):
     """``fetch``: fetch missing photos (else build from ``images/`` as it is); ``rate``: requests per
-    second; ``retries``: per URL; ``timeout``: seconds per request; ``api``: iNaturalist's API, where
-    each photo's licence is looked up (empty: no lookup)."""
+    second; ``retries``: per URL; ``timeout``: seconds one read may wait; ``deadline``: seconds one
+    photo may take in all, retries included; ``max_mb``: the largest photo accepted, in MB (10⁶ bytes;
+    a larger ``Content-Length`` is refused before reading); ``api``: iNaturalist's API, where each
+    photo's licence is looked up (empty: no lookup; its answer is at most 1 MB); ``allow_private_hosts``:
+    also fetch from loopback, private, link-local and other non-public addresses (refused by default,
+    after every redirect too, as are URLs other than http(s) and answers that are not a JPEG, PNG,
+    GIF or WebP image; a refused photo is named in the build report and tried again on the next build)."""
 
     fetch: bool = True
     rate: float = 1.0
     retries: int = 3
     timeout: float = 30.0
+    deadline: float = 120.0
+    max_mb: float = 50.0
     api: str = "https://api.inaturalist.org/v1"
+    allow_private_hosts: bool = False
 
 
 class BirdsToWords(PairBuilder):
@@ -129,7 +138,9 @@ class BirdsToWords(PairBuilder):
 
     def _fetch(self) -> None:
         c = self.config
-        fetcher = Fetcher(rate=c.rate, retries=c.retries, timeout=c.timeout)
+        fetcher = Fetcher(rate=c.rate, retries=c.retries, timeout=positive_float("timeout", c.timeout),
+                          deadline=positive_float("deadline", c.deadline),
+                          max_bytes=int(positive_float("max_mb", c.max_mb) * 1e6), allow_private=c.allow_private_hosts)
         folder, jobs, seen = self.raw_dir / "images", [], set()
         for (url1, url2), rows in self.pairs.items():
             first = rows[0][1]
