@@ -7,6 +7,7 @@
     idc-eval check-references FILE [--dataset DS [--split S]]   (every problem of a file, one line each)
     idc-eval masks --dataset DS --reference COLUMN|FOLDER [--column C | --predicted FOLDER]   (masks against ground truth)
     idc-eval leaderboard FILE... (--dataset DS | --references R) [--names ...] [--protocol P] [--out DIR]   (one table)
+    idc-eval agreement EVAL... [--out DIR]   (agreement between judges of the same captions)
 
 Starts fast: nothing imports torch or transformers unless ``--model`` asks for a model.
 """
@@ -178,7 +179,8 @@ def make_leaderboard_parser() -> argparse.ArgumentParser:
 
     p = common.parser("idc-eval leaderboard", "Re-score several predictions files under one protocol and one "
                                               "tokenization into one table (markdown, LaTeX, CSV).")
-    p.add_argument("files", nargs="+", help="predictions files (any format idc-eval reads)")
+    # "*", not "+": files that --names swallowed are named in run_leaderboard's error, not as "files" missing
+    p.add_argument("files", nargs="*", help="predictions files (any format idc-eval reads)")
     add_options(p, LeaderboardArgs, cli_fields(LeaderboardArgs))
     return p
 
@@ -187,8 +189,33 @@ def run_leaderboard(args) -> None:
     from ..evaluators.leaderboard import LeaderboardArgs, leaderboard, tables
     from ..options import from_namespace
 
+    if not args.files:
+        taken = [n for n in args.names or [] if Path(n).is_file()]
+        if taken:
+            raise IDCError(f"no predictions file given: --names took {', '.join(taken)} as labels; put the files first "
+                           "(idc-eval leaderboard FILE... --names LABEL...) or end the labels with --")
+        raise IDCError("no predictions file given: idc-eval leaderboard FILE... (--dataset DS | --references R)")
+
     out = leaderboard(args.files, from_namespace(LeaderboardArgs, args))
     print(tables(out)[0], end="")
+
+
+def make_agreement_parser() -> argparse.ArgumentParser:
+    from ..evaluators.agreement import AgreementArgs
+    from ..options import add_options, cli_fields
+
+    p = common.parser("idc-eval agreement", "Agreement between judges: Cohen's kappa per question and Kendall's tau of "
+                                             "the systems' rankings, from judged evaluations of the same captions.")
+    p.add_argument("evaluations", nargs="+", help="evaluation folders written by idc-eval --judge MODEL --out DIR")
+    add_options(p, AgreementArgs, cli_fields(AgreementArgs))
+    return p
+
+
+def run_agreement(args) -> None:
+    from ..evaluators.agreement import AgreementArgs, judge_agreement, markdown
+    from ..options import from_namespace
+
+    print(markdown(judge_agreement(args.evaluations, from_namespace(AgreementArgs, args))), end="")
 
 
 def run_check(args) -> int:
@@ -219,9 +246,11 @@ def run_compare(args) -> dict:
         print(tables(report)[0])
     print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
           "| --- | ---: | ---: | ---: | --- | ---: |")
+    from ..evaluators.compare import signed
+
     for m, v in report["metrics"].items():
-        print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {100 * v['difference']:+.2f} "
-              f"| [{100 * v['ci_low']:+.2f}, {100 * v['ci_high']:+.2f}] | {format_p_value(v['p_value'], args.bootstrap)} |")
+        print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {signed(100 * v['difference'])} "
+              f"| [{signed(100 * v['ci_low'])}, {signed(100 * v['ci_high'])}] | {format_p_value(v['p_value'], args.bootstrap)} |")
     return report
 
 
@@ -283,7 +312,7 @@ def run_model(args) -> None:
 #: ``idc-eval NAME ...`` -> (its parser, what runs it: an exit code, or anything else for 0)
 SUBCOMMANDS = {"compare": (make_compare_parser, run_compare), "check-references": (make_check_parser, run_check),
                "masks": (make_masks_parser, run_masks), "leaderboard": (make_leaderboard_parser, run_leaderboard),
-               "lmms-tasks": (make_lmms_parser, run_lmms_tasks)}
+               "lmms-tasks": (make_lmms_parser, run_lmms_tasks), "agreement": (make_agreement_parser, run_agreement)}
 
 
 def main(argv: list[str] | None = None) -> int:
