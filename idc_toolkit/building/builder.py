@@ -17,7 +17,7 @@ from datasets import Features
 
 from ..errors import BuildError, RawFormatError
 from ..facts import DatasetFacts
-from .rawio import read_json
+from .rawio import RawRoot, read_json
 from .report import BuildReport
 from ..schema import PairRecord, pair_features
 
@@ -120,6 +120,13 @@ class PairBuilder:
 
     def split_names(self) -> list[str]:
         return list(dict.fromkeys(self.split_map.values()))
+
+    def raw_root(self) -> RawRoot:
+        """The raw folder as :class:`~.rawio.RawRoot`: what a builder reads itself (labels) must
+        resolve inside it, as images must."""
+        if getattr(self, "_raw_root", (None, None))[0] != self.raw_dir:  # check_raw may move raw_dir to a subfolder
+            self._raw_root = (self.raw_dir, RawRoot(self.raw_dir))
+        return self._raw_root[1]
 
     def check_raw(self) -> None:
         """Fail early, naming every missing file, before any work starts."""
