@@ -3,7 +3,9 @@
 Raw release: LEVIR-CC's ``LevirCCcaptions.json`` and ``images/<split>/{A,B,label}/<name>.png``;
 the label shares the pair's file name. As Change-Agent's loader reads it, a label's channel 0
 holds 0 (no change), 128 (road change) or 255 (building change); the builder checks every
-label for exactly these values and refuses, naming the file, anything else. Each pair gains
+label for exactly these values and refuses, naming the file, anything else. A label that is no
+PNG, is cut short, is not of its pair's size or resolves outside the raw folder skips its pair,
+named in the report. Each pair gains
 the ground truth in the columns ``idc-precompute masks`` writes (``change_mask``: 255 where
 anything changed; ``change_boxes``: one box per 8-connected region; ``mask_source``:
 ``annotation``), so DAVIR trains on it and precomputed masks compare against it, and
@@ -17,7 +19,7 @@ from typing import Iterator
 
 from datasets import Image
 
-from idc_toolkit.building.labels import first_channel, mask_columns, png_cell, read_label
+from idc_toolkit.building.labels import LabelError, first_channel, load_label, mask_columns, png_cell
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -40,11 +42,11 @@ RAW/                                       (Levir-MCI-dataset/)
 """
 
 
-def label_columns(data: bytes, where: str) -> dict:
-    """The ground-truth columns of one label PNG (module docstring); refuses unknown values."""
+def label_columns(pixels, where: str) -> dict:
+    """The ground-truth columns of one label's pixels (module docstring); refuses unknown values."""
     import numpy as np
 
-    channel = first_channel(read_label(data))
+    channel = first_channel(pixels)
     unknown = sorted(set(np.unique(channel).tolist()) - set(LABEL_VALUES))
     if unknown:
         raise RawFormatError(where, f"label values {unknown[:5]} in channel 0; LEVIR-MCI labels hold only 0, 128 and 255")
@@ -81,5 +83,10 @@ class LevirMCI(LevirCC):
             if not label.is_file():
                 report.skip(split, str(label), rec.pair_id, "no change-detection label")
                 continue
-            rec.extra.update(label_columns(label.read_bytes(), str(label)))
+            try:
+                pixels = load_label(label, self.raw_root(), rec.before)
+            except LabelError as exc:
+                report.skip(split, exc.file, rec.pair_id, str(exc))
+                continue
+            rec.extra.update(label_columns(pixels, str(label)))
             yield rec

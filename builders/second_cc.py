@@ -4,10 +4,11 @@ Raw release: ``SECOND-CC-AUG.json`` (Karpathy style; splits train / restval / va
 per split, ``rgb/A`` + ``rgb/B`` (before / after) and ``sem/A`` + ``sem/B``, the semantic map of
 each phase as a colour PNG with the pair's file name. The maps use SECOND's seven-colour
 palette (white = unchanged; the palette is not stated in SECOND-CC's repository but is SECOND's,
-so every map is checked and a colour outside it stops the build, naming the file). Each pair
-gains ``classes_before`` / ``classes_after`` (PNGs of indices into ``SECOND_CLASSES``) and the
-ground-truth change mask in ``idc-precompute masks``' columns (changed = labelled in either
-phase). The category is ``change`` where the maps mark any pixel, else ``no_change``. Captions
+so every map is checked and a colour outside it stops the build, naming the file; a map that
+is no PNG, is cut short, is not of its pair's size or resolves outside the raw folder skips its
+pair, named in the report). Each pair gains ``classes_before`` / ``classes_after`` (PNGs of
+indices into ``SECOND_CLASSES``) and the ground-truth change mask in ``idc-precompute masks``'
+columns (changed = labelled in either phase). The category is ``change`` where the maps mark any pixel, else ``no_change``. Captions
 are the ``raw`` strings, or the tokens joined by spaces where a sentence has no ``raw``.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Iterator
 from datasets import Image
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
-from idc_toolkit.building.labels import mask_columns, png_cell, read_label
+from idc_toolkit.building.labels import LabelError, load_label, mask_columns, png_cell
 from idc_toolkit.building.rawio import read_karpathy
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
@@ -39,11 +40,11 @@ RAW/                                    (SECOND_CC_dataset/)
 """
 
 
-def class_map(data: bytes, where: str):
-    """A colour semantic map as class indices; refuses a colour outside SECOND's palette."""
+def class_map(pixels, where: str):
+    """A colour semantic map's pixels as class indices; refuses a colour outside SECOND's palette."""
     import numpy as np
 
-    rgb = read_label(data)
+    rgb = pixels
     rgb = rgb[..., :3] if rgb.ndim == 3 else np.repeat(rgb[..., None], 3, axis=2)
     code = (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2]
     lookup = {(r << 16) | (g << 8) | b: i for i, (r, g, b) in enumerate(SECOND_COLOURS)}
@@ -125,7 +126,8 @@ class SecondCC(PairBuilder):
             filename = img.get("filename")
             record = f"images[{i}] ({filename})"
             if not isinstance(filename, str) or not filename:
-                report.skip(split, path, f"images[{i}]", "no filename")
+                why = "no filename" if not filename else f"filename must be a string, found {type(filename).__name__}"
+                report.skip(split, path, f"images[{i}]", why)
                 continue
             try:
                 captions = self._captions(img.get("sentences"))
@@ -138,7 +140,12 @@ class SecondCC(PairBuilder):
             if missing:
                 report.skip(split, missing[0], record, "no semantic map")
                 continue
-            before, after = (class_map(m.read_bytes(), str(m)) for m in maps)
+            try:
+                pixels = [load_label(m, self.raw_root(), folder / "rgb" / "A" / filename) for m in maps]
+            except LabelError as exc:
+                report.skip(split, exc.file, record, str(exc))
+                continue
+            before, after = (class_map(p, str(m)) for p, m in zip(pixels, maps))
             changed = (before > 0) | (after > 0)
             yield PairRecord(pair_id=filename.rsplit(".", 1)[0], before=folder / "rgb" / "A" / filename,
                              after=folder / "rgb" / "B" / filename, captions=captions,
