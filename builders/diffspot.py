@@ -6,13 +6,15 @@ structured list of mutations the benchmark scores against, is kept verbatim as `
 the category is the first mutation's operator (its ``type``, as DiffSpot's loader reads it) or
 ``no_change`` for the 500 ``no_diff`` pairs; ``difficulty`` and ``domain`` are kept, the target
 box becomes ``change_boxes``. Only the data card could be read when this builder was written:
-the operators it lists are the categories, and an operator outside them stops the build,
-naming the row. ``pair_id`` is the ``id`` column where the copy has one, else ``test_<row number across its shards>``.
+the operators it lists are the categories, and an operator outside them, or a
+``mutation_dicts_json`` that is not JSON, stops the build, naming the row; a row whose box has a
+negative size is skipped, naming it. ``pair_id`` is the ``id`` column where the copy has one, else ``test_<row number across its shards>``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +24,7 @@ from datasets import List, Value
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
 from idc_toolkit.building.hfcopy import edit_pair, find_split_files, iter_rows
+from idc_toolkit.building.rawio import parse_json
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.errors import RawFormatError
 from idc_toolkit.schema import PairRecord
@@ -43,25 +46,47 @@ CITATION = """@misc{diffspot2026,
 }"""
 
 
+def mutations_of(row: dict[str, Any]) -> Any:
+    """``mutation_dicts_json`` parsed (the card declares it JSON); ValueError saying why not."""
+    text = row.get("mutation_dicts_json")
+    if not isinstance(text, str):
+        raise ValueError(f"mutation_dicts_json is {type(text).__name__}, not a JSON string")
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"mutation_dicts_json is not JSON ({exc.msg} at char {exc.pos})") from None
+    except ValueError as exc:
+        raise ValueError(f"mutation_dicts_json: {exc}") from None
+
+
 def operator_of(row: dict[str, Any]) -> str:
     """The row's category: ``no_change`` for a no-diff pair, else its first mutation's type."""
+    mutations = mutations_of(row)
     if row.get("task_type") == "no_diff":
         return "no_change"
     try:
-        mutations = json.loads(row["mutation_dicts_json"])
         op = mutations[0]["type"]
-    except (TypeError, ValueError, KeyError, IndexError):
+    except (TypeError, KeyError, IndexError):
         raise ValueError("mutation_dicts_json is not a JSON list whose first item has a 'type'") from None
-    if op not in OPERATORS:
+    if not isinstance(op, str) or op not in OPERATORS:
         raise ValueError(f"operator {op!r} is not one of the data card's {len(OPERATORS)}")
     return op
 
 
 def target_box(row: dict[str, Any]) -> list[list[float]]:
+    """``target_bbox_{x,y,w,h}`` as ``[[x0, y0, x1, y1]]`` (none where the row gives no box, or one
+    0 x 0); ValueError for a negative, non-finite or one-sided zero size or corner."""
     xywh = [row.get(f"target_bbox_{k}") for k in "xywh"]
-    if any(not isinstance(v, (int, float)) for v in xywh):
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in xywh):
         return []
+    for k, v in zip("xywh", xywh):
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"target_bbox_{k} {v}: a box's corner and size are finite and not negative")
     x, y, w, h = (float(v) for v in xywh)
+    if w == h == 0:  # no target element
+        return []
+    if w == 0 or h == 0:
+        raise ValueError(f"target_bbox_w {xywh[2]}, target_bbox_h {xywh[3]}: a box of zero size")
     return [[x, y, x + w - 1, y + h - 1]]
 
 
@@ -114,6 +139,7 @@ class DiffSpot(PairBuilder):
                 raise RawFormatError(file, str(exc), record) from None
             try:
                 before, after = edit_pair(row, "image_before", "image_after")
+                boxes = target_box(row)
             except ValueError as exc:
                 report.skip(split, file, record, str(exc))
                 continue
@@ -121,5 +147,5 @@ class DiffSpot(PairBuilder):
             yield PairRecord(pair_id=pair_id, before=before, after=after,
                              captions=[caption] if isinstance(caption, str) else [], category=category,
                              extra={"mutations": row["mutation_dicts_json"], "difficulty": row["difficulty"],
-                                    "domain": row.get("domain"), "change_boxes": target_box(row)},
+                                    "domain": row.get("domain"), "change_boxes": boxes},
                              source=f"{file}#{record}")

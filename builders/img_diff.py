@@ -5,7 +5,8 @@ Raw release (Hugging Face ``datajuicer/Img-Diff``): ``img_diff_object_replacemen
 answer], "path", "bbox", ...}``, and the unzipped ``object_replacement/`` and
 ``object_removal/`` holding ``{path}_0.jpg`` (before) and ``{path}_1.jpg`` (after). The answer
 (``conversations[1]["value"]``) is the reference; ``bbox`` is a *string* holding a Python
-literal (one ``[x0, y0, x1, y1]`` box or a list of them), kept as ``change_boxes``. No record of
+literal (one ``[x0, y0, x1, y1]`` box or a list of them), kept as ``change_boxes`` (a record whose
+box is not finite, negative or unordered is skipped, naming it). No record of
 the release could be read when this builder was written, so the first record of each file is
 checked against this shape and the build stops, naming what differs. Everything is ``train``;
 the category is the file's (``replacement`` / ``removal``); the pair id is ``<category>/<path>``.
@@ -21,7 +22,7 @@ from typing import Any, Iterator
 from datasets import List, Value
 
 from idc_toolkit.building.builder import BuilderConfig, CardMeta, PairBuilder
-from idc_toolkit.building.rawio import read_json
+from idc_toolkit.building.rawio import box_problem, read_json
 from idc_toolkit.building.report import BuildReport
 from idc_toolkit.cards import citations
 from idc_toolkit.errors import RawFormatError
@@ -39,17 +40,26 @@ FILES = {"replacement": ("img_diff_object_replacement.json", "object_replacement
          "removal": ("img_diff_object_removal.json", "object_removal")}
 
 
+class BadBox(ValueError):
+    """A box of the right shape whose values are not a box's (a skipped record, not another format)."""
+
+
 def parse_boxes(text: Any) -> list[list[float]]:
-    """``bbox`` as released: a string holding one box or a list of boxes; ValueError otherwise."""
+    """``bbox`` as released: a string holding one box or a list of boxes, each finite, not negative
+    and ordered (x0 <= x1, y0 <= y1); ValueError otherwise."""
     try:
         value = ast.literal_eval(text) if isinstance(text, str) else text
-    except (ValueError, SyntaxError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # ``{[]: 1}`` raises TypeError
         value = None
     boxes = [value] if isinstance(value, (list, tuple)) and len(value) == 4 and all(
         isinstance(v, (int, float)) for v in value) else value
     if not isinstance(boxes, (list, tuple)) or not all(
             isinstance(b, (list, tuple)) and len(b) == 4 and all(isinstance(v, (int, float)) for v in b) for b in boxes):
         raise ValueError(f"bbox {str(text)[:60]!r} is not a box or a list of [x0, y0, x1, y1] boxes")
+    for k, box in enumerate(boxes):
+        why = box_problem(list(box))
+        if why is not None:
+            raise BadBox(f"bbox {str(text)[:60]!r}: box {k}: {why}")
     return [[float(v) for v in b] for b in boxes]
 
 
@@ -119,7 +129,7 @@ class ImgDiff(PairBuilder):
                         raise ValueError("no 'path' string")
                     boxes = parse_boxes(rec.get("bbox", "[]"))
                 except ValueError as exc:
-                    if i == 0:  # the shape was inferred: a different first record means a different format
+                    if i == 0 and not isinstance(exc, BadBox):  # the shape was inferred: a different first record means a different format
                         raise RawFormatError(path, f"{exc}: not the record shape this builder reads "
                                                    "({conversations, path, bbox}; idc-build img_diff --help)", where) from None
                     report.skip(split, str(path), where, str(exc))

@@ -180,7 +180,8 @@ def _img_diff_raw(root: Path, removal_first: dict | None = None) -> Path:
         for r in records:
             for k in (0, 1):
                 (folder / f"{r['path']}_{k}.jpg").parent.mkdir(parents=True, exist_ok=True)
-                Image.new("RGB", (12, 10), (k * 100, 50, 50)).save(folder / f"{r['path']}_{k}.jpg")
+                # 48 x 48: every box lies inside (the build checks them against the before image)
+                Image.new("RGB", (48, 48), (k * 100, 50, 50)).save(folder / f"{r['path']}_{k}.jpg")
     return root
 
 
