@@ -84,7 +84,8 @@ class DubaiCC(PairBuilder):
             filename = img.get("filename") if isinstance(img, dict) else None
             record = f"images[{i}] ({filename})"
             if not isinstance(filename, str) or not filename:
-                report.skip(split, str(path), f"images[{i}]", "no filename")
+                why = "no filename" if not filename else f"filename must be a string, found {type(filename).__name__}"
+                report.skip(split, str(path), f"images[{i}]", why)
                 continue
             if img.get("split") != RECORD_SPLIT[split]:
                 raise RawFormatError(path, f"split {img.get('split')!r} in {FILES[split]}, expected "
@@ -103,5 +104,6 @@ class DubaiCC(PairBuilder):
                              source=f"{path}#{record}")
 
     def summarize(self, report: BuildReport) -> None:
-        annotated = {img.get("filename") for split in FILES for img in self._records(split)[1] if isinstance(img, dict)}
+        annotated = {img.get("filename") for split in FILES for img in self._records(split)[1]
+                     if isinstance(img, dict) and isinstance(img.get("filename"), str)}
         report.count("images_without_annotation", len(list_images(self.raw_dir / "RGB" / "500_2000") - annotated))

@@ -80,7 +80,8 @@ class LevirCC(PairBuilder):
             filename = img.get("filename")
             record = f"images[{i}] ({filename})"
             if not isinstance(filename, str) or not filename:
-                report.skip(split, path, record, "no filename")
+                why = "no filename" if not filename else f"filename must be a string, found {type(filename).__name__}"
+                report.skip(split, path, record, why)
                 continue
             sentences = img.get("sentences")
             if not isinstance(sentences, list) or not sentences:
@@ -106,7 +107,8 @@ class LevirCC(PairBuilder):
             )
 
     def summarize(self, report: BuildReport) -> None:
-        annotated = {(str(img.get("filepath") or img["split"]), img.get("filename")) for img in self._images()}
+        annotated = {(str(img.get("filepath") or img["split"]), img.get("filename")) for img in self._images()
+                     if isinstance(img.get("filename"), str)}
         folders = self.raw_dir / "images"
         extra = 0
         if folders.is_dir():
