@@ -33,16 +33,22 @@ def find_split_files(raw_dir: Path, release_splits: Sequence[str], layout: str,
     return {s: found[s] for s in release_splits if s in found}
 
 
+def open_parquet(path: Path):
+    """``pyarrow.parquet.ParquetFile(path)``; a corrupt or truncated file is one error naming it."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt or truncated file
+        raise RawFormatError(path, f"not a readable parquet file ({exc}); download it again") from None
+
+
 def table_batches(path: Path, columns: Optional[list[str]] = None, required: Sequence[str] = ()) -> Iterator[list[dict[str, Any]]]:
     """Rows of one file in batches of 64, as dicts; ``required`` columns are checked first."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if path.suffix == ".parquet":
-        try:
-            pf = pq.ParquetFile(path)
-        except Exception as exc:  # pyarrow raises several types for a corrupt or truncated file
-            raise RawFormatError(path, f"not a readable parquet file ({exc}); download it again") from None
+        pf = open_parquet(path)
         names = pf.schema_arrow.names
         missing = [c for c in required if c not in names]
         if missing:

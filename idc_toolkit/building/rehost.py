@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ..errors import RawFormatError
-from .hfcopy import table_batches
+from .hfcopy import open_parquet, table_batches
 
 #: the layouts read: text column -> how to get the answer from it
 LAYOUTS = {"texts": "The Cauldron / FineVision (texts: [{user, assistant}])",
@@ -80,9 +80,7 @@ def rehost_files(folder: Path) -> list[Path]:
 
 
 def _text_column(path: Path) -> str:
-    import pyarrow.parquet as pq
-
-    names = pq.ParquetFile(path).schema_arrow.names
+    names = open_parquet(path).schema_arrow.names
     column = next((c for c in LAYOUTS if c in names), None)
     if column is None or "images" not in names:
         raise RawFormatError(path, f"columns {names}: not a layout this reads ({'; '.join(LAYOUTS.values())}, with images)")
@@ -98,15 +96,13 @@ def _file_id(cell: Any, pattern: re.Pattern) -> Optional[str]:
 def match_rehost(folder: Path, references: dict[str, list[str]]) -> RehostMatch:
     """Match every row of the copy in ``folder`` to a release id (module docstring); only the
     text and the images' names are read."""
-    import pyarrow.parquet as pq
-
     index, result = SentenceIndex(references), RehostMatch()
     before_name = re.compile(r"(\d+)\.(?:png|jpg)")
     used: dict[str, str] = {}
     for path in rehost_files(folder):
         column = _text_column(path)
         result.layout = LAYOUTS[column]
-        has_paths = "path" in str(pq.ParquetFile(path).schema_arrow.field("images").type)
+        has_paths = "path" in str(open_parquet(path).schema_arrow.field("images").type)
         n = 0
         for rows in table_batches(path, columns=[column] + (["images"] if has_paths else [])):
             for row in rows:
