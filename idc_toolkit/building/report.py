@@ -64,14 +64,21 @@ class BuildReport:
             raise BuildError(f"strict mode: {problem.describe()}")
         self.problems.append(problem)
 
-    def summary(self) -> str:
-        """One line per split plus problem counts, for the CLI."""
+    def summary(self, report_file: str = "build_report.json", shown: int = 3) -> str:
+        """One line per split, problem counts, the first ``shown`` skipped or repaired records and
+        where every one is listed, for the CLI."""
         by_action = Counter(p.action for p in self.problems)
         lines = [f"{split}: {n} pairs" for split, n in self.rows.items()]
         lines.append(
             f"skipped {by_action[SKIPPED]}, repaired {by_action[REPAIRED]}, notes {by_action[NOTE]}; "
             f"empty captions kept {sum(self.empty_captions.values())}"
         )
+        altered = [p for p in self.problems if p.action != NOTE]
+        lines += [f"  {p.describe()}" for p in altered[:shown]]
+        if len(altered) > shown:
+            lines.append(f"  ... and {len(altered) - shown} more")
+        if self.problems:
+            lines.append(f"every skipped, repaired and noted record, with its file and reason: {report_file}")
         for key, n in sorted(self.counters.items()):
             lines.append(f"{key}: {n}")
         return "\n".join(lines)

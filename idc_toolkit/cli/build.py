@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import common
@@ -39,6 +40,18 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``idc-build``; output into a pipe its reader closed (``idc-build --list | head``) ends quietly."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python's documented way: point stdout at devnull so the exit-time flush finds no pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     args = make_parser().parse_args(argv)
     common.setup_logging(args)
     from ..builders import BUILDERS
@@ -69,7 +82,9 @@ def _build(args, overrides: dict[str, str]) -> int:
         print(f"{common.shown_out(args.out, result.out_dir)} already holds this build; nothing to do (use --overwrite to rebuild)")
     else:
         print(("resumed and finished " if result.resumed else "built ") + common.shown_out(args.out, result.out_dir))
-    print(result.report.summary())
+    from ..building.pipeline import REPORT_FILE
+
+    print(result.report.summary(report_file=str(result.out_dir / REPORT_FILE)))
     return 0
 
 
