@@ -48,7 +48,9 @@ def source_splits(dataset: str | Path) -> list[str]:
                 return [f["split"] for f in config.get("data_files", []) if isinstance(f, dict) and "split" in f]
         names = sorted({p.name.split("-")[0] for p in (folder / "data").glob("*.parquet")})
         if not names:
-            raise RunError(f"{folder}: no data/*.parquet files; is this a folder written by idc-build?")
+            from .rows import check_built
+
+            check_built(folder)
         return names
     from .rows import check_hub_repo
 

@@ -224,6 +224,18 @@ def local_split_files(dataset: Path | str, split: str) -> list[Path]:
     return sorted((folder / "data").glob(f"{split}-*.parquet")) if folder.is_dir() else []
 
 
+def check_built(dataset: Path | str, option: str = "--dataset") -> None:
+    """A local ``dataset`` must be a folder ``idc-build`` wrote (``data/*.parquet``): a raw release
+    or any other folder is refused in one line saying so, never as a split ``datasets`` cannot find."""
+    folder = Path(dataset)
+    if not folder.is_dir() or any((folder / "data").glob("*.parquet")):
+        return
+    if next((p for p in folder.rglob("*") if p.suffix in (".parquet", ".arrow")), None) is not None:
+        return  # a dataset in another layout (a Hub copy): datasets reads it
+    raise RunError(f"{option} {dataset}: a raw release or another folder, not a dataset idc-build wrote (no data/*.parquet); "
+                   "run idc-build NAME --raw FOLDER --out DATA first (idc-build --list names the releases) and pass DATA")
+
+
 def looks_like_repo_id(name: str) -> bool:
     parts = name.split("/")
     return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
@@ -368,6 +380,7 @@ def open_split(dataset: str | Path, split: str, progress: bool = False) -> tuple
         rows = ParquetRows(files)
         return rows, Features.from_arrow_schema(rows.schema), fingerprint
     if Path(name).is_dir():
+        check_built(name)
         present = sorted({p.name.split("-")[0] for p in (Path(name) / "data").glob("*.parquet")})
         raise RunError(f"{name}: no {split!r} split (data/{split}-*.parquet); splits present: {present or 'none'}")
     check_hub_repo(name, "dataset", "--dataset")
