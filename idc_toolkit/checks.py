@@ -44,12 +44,48 @@ def non_negative_int(option: str, value: Any) -> int:
     return _at_least(option, value, int, 0, strict=False)
 
 
-def each_non_negative_int(option: str, value: Any) -> Any:
-    """A non-negative int, or a list of them (an option taking several values is checked value
-    by value on the command line and as a whole in Python)."""
+#: the seeds a run takes: numpy's and torch's generators, and the Trainer's, take 32-bit seeds
+SEED_MAX = 2**32 - 1
+
+
+def seed(option: str, value: Any) -> int:
+    x = non_negative_int(option, value)
+    if x > SEED_MAX:
+        raise IDCError(f"{option} {value!r}: must be at most {SEED_MAX} (2**32 - 1)")
+    return x
+
+
+def each_seed(option: str, value: Any) -> Any:
+    """A :func:`seed`, or a list of them (checked value by value on the command line)."""
     if isinstance(value, (list, tuple)):
-        return [non_negative_int(option, v) for v in value]
-    return non_negative_int(option, value)
+        return [seed(option, v) for v in value]
+    return seed(option, value)
+
+
+def at_most(high: float, check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """``check``, and the value no larger than ``high`` (a figure's dpi: 100,000 asked for terabytes)."""
+
+    def bounded(option: str, value: Any) -> Any:
+        x = check(option, value)
+        if x > high:
+            raise IDCError(f"{option} {value!r}: must be at most {high:g}")
+        return x
+
+    bounded.__name__ = check.__name__
+    return bounded
+
+
+def model_folder(option: str, value: Any) -> Any:
+    """A model named by a Hub id or a local folder: a local path that exists must be a folder
+    holding the model's ``config.json`` (``/etc`` is refused here, not deep inside transformers)."""
+    from pathlib import Path
+
+    path = Path(str(value)).expanduser()
+    if path.is_file():
+        raise IDCError(f"{option}: {value} is a file, not a model folder (one holding config.json) or a Hub id")
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise IDCError(f"{option}: {value} is a folder without config.json, not a model; name a model folder or a Hub id")
+    return value
 
 
 def positive_float(option: str, value: Any) -> float:

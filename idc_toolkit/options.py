@@ -29,9 +29,39 @@ def required(help: str, *, choices: Choices = None, metavar: Optional[str] = Non
     return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar})
 
 
-def python_only(help: str, default_factory: Callable[[], Any]) -> Any:
-    """A dataclass field the command line fills its own way (a model's own options, NAME=VALUE pairs)."""
-    return field(default_factory=default_factory, metadata={"help": help, "cli": False})
+def python_only(help: str, default_factory: Callable[[], Any], *, check: Optional[Callable[[str, Any], Any]] = None) -> Any:
+    """A dataclass field the command line fills its own way (a model's own options, NAME=VALUE pairs);
+    ``check`` runs on it as on any option (:func:`check_fields`)."""
+    return field(default_factory=default_factory, metadata={"help": help, "cli": False, "check": check})
+
+
+#: the words that make a setting's name a secret's (``hub_token``, ``api_key``, ``secret_access_key``, ``password``)
+SECRET_WORDS = frozenset({"token", "key", "secret", "password", "passwd", "credential", "credentials", "apikey"})
+#: what every record, card and log shows in place of a secret's value
+MASK = "***"
+
+
+def is_secret(name: object) -> bool:
+    """Whether a setting named ``name`` holds a secret: one of its words (split at ``_``, ``-``,
+    ``.``, spaces and camelCase humps) is one of :data:`SECRET_WORDS` (``max_new_tokens`` is not)."""
+    import re
+
+    words = re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", str(name))
+    return any(w.lower() in SECRET_WORDS for w in words)
+
+
+def masked(value: Any) -> Any:
+    """``value`` as records, cards and logs show it: under every mapping key that names a secret
+    (:func:`is_secret`), at any depth, the value is :data:`MASK` (``None`` stays ``None``: unset)."""
+    from dataclasses import asdict, is_dataclass
+
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {k: (MASK if v is not None and is_secret(k) else masked(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(masked(v) for v in value)
+    return value
 
 
 def check_fields(obj: Any) -> None:

@@ -23,6 +23,7 @@ from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..judge import JUDGE_DIR
+from ..options import masked
 from ..runs import EngineArgs, PartOutput, RunFolder, open_split, path_content, run_job
 from .args import GenerateArgs
 from ..runs.ranks import barrier
@@ -116,8 +117,8 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
 
             write_parts_jsonl(folder, split, stage_dir / PREDICTIONS)
             describe = runner_cls.description(device=run.device, **{**kwargs, "adapter": adapter})  # with or without a loaded model
-            (stage_dir / "model.json").write_text(json.dumps({"model": runner_cls.name, **fields, **describe}, indent=2,
-                                                             default=str) + "\n")
+            record = masked({"model": runner_cls.name, **fields, **describe})
+            (stage_dir / "model.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
 
         folder.finalise(stage, order=("model.json", PREDICTIONS))
     barrier()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
+from ..options import masked
 from ..stores import output_folder, store_of
 from .fingerprint import canonical, digest
 from .locks import FolderLock
@@ -100,7 +101,8 @@ def _remove(path: Path) -> None:
 class RunFolder:
     """One job's view of an output folder (see the module docstring).
 
-    ``fields`` is everything the output depends on (:mod:`.fingerprint`); ``owned`` names the
+    ``fields`` is everything the output depends on (:mod:`.fingerprint`), recorded with every secret
+    masked (:func:`~idc_toolkit.options.masked`); ``owned`` names the
     files and folders a finished run of this kind writes, the only ones ``--overwrite``
     removes; ``tolerated`` names what another run of ours may keep in the same folder (an
     evaluation beside the predictions ``idc-eval --model`` wrote): not foreign, never removed;
@@ -117,7 +119,7 @@ class RunFolder:
         self.destination = store_of(self.out)  # where the finished run is published (None: it is here)
         self.shown = self.destination.shown if self.destination else str(self.out)  # the --out messages name
         self.kind = kind
-        self.fields = canonical({"kind": kind, **fields})
+        self.fields = canonical(masked({"kind": kind, **fields}))  # a secret setting is never recorded
         self.fingerprint = digest(self.fields)
         self.owned = tuple(owned)
         self.tolerated = tuple(tolerated)

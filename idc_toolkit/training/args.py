@@ -4,10 +4,12 @@ resolved into :class:`~idc_toolkit.models.recipe.Settings`, the run's record."""
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from .. import checks
+from ..errors import IDCError
 from ..facts import TRAIN_REFERENCES
 from ..options import check_fields, option, python_only, required
 from ..stores import STORE_DATASET, STORE_OUT
@@ -32,7 +34,8 @@ class TrainArgs:
     val_split: Optional[str] = option("validation", "validation split ('' for none: the last adapter is kept)")
     val_limit: int = option(0, "validate on the first N pairs only (0: all)", check=checks.non_negative_int)
     overwrite: bool = option(False, "replace --out when it holds a training run with other settings")
-    base_model: Optional[str] = option(None, "name or folder (default: the recipe's: blip2-opt-2.7b / instructblip-vicuna-7b)")
+    base_model: Optional[str] = option(None, "name or folder (default: the recipe's: blip2-opt-2.7b / instructblip-vicuna-7b)",
+                                       check=checks.model_folder)
     revision: Optional[str] = option(None, "base model revision (Hub)")
     epochs: Optional[float] = option(None, "default: the variant's", check=checks.positive_float)
     batch_size: Optional[int] = option(None, "per device (default: 16, both papers)", check=checks.positive_int)
@@ -44,13 +47,13 @@ class TrainArgs:
     max_steps: Optional[int] = option(None, "stop after N optimizer steps (overrides --epochs; default: none)",
                                       check=checks.positive_int)
     save_steps: Optional[int] = option(None, "checkpoint every N steps (default: every epoch)", check=checks.positive_int)
-    seed: int = option(0, "seed of weights, order and reference draws", check=checks.non_negative_int)
+    seed: int = option(0, "seed of weights, order and reference draws", check=checks.seed)
     train_reference: Optional[str] = option(None, "the reference a pair trains on: random (a new draw each epoch, the papers'), "
                                                   "shortest (IER's code), consensus (the closest to its other references); "
                                                   "default: the dataset's", choices=TRAIN_REFERENCES)
     seeds: Optional[list[int]] = option(None, "one run per seed, into OUT/seed_<N> (then idc-eval leaderboard with one "
                                               "--names label for the runs: mean and sd across seeds)",
-                                        check=checks.each_non_negative_int, nargs="+", metavar="N")
+                                        check=checks.each_seed, nargs="+", metavar="N")
     device: str = option("auto", "auto | cpu | cuda (ranks: torchrun / accelerate launch)")
     dtype: str = option("auto", "the frozen base's dtype; auto: bf16 on a GPU with bf16 (fp16 otherwise), float32 on CPU",
                         choices=("auto", "float32", "bfloat16", "float16"))
@@ -64,9 +67,123 @@ class TrainArgs:
     options: dict[str, Any] = python_only("the recipe's own options (fac_weight, pair_style, ...; on the command line "
                                           "each is its own flag: `--model NAME --help`)", dict)
     trainer_args: dict[str, Any] = python_only("any other TrainingArguments field (repeatable), e.g. warmup_steps=100",
-                                               dict)
+                                               dict, check=lambda _option, value: check_trainer_args(value))
 
     def __post_init__(self) -> None:
+        self.options, self.trainer_args = dict(self.options or {}), dict(self.trainer_args or {})
         check_fields(self)
         self.val_split = self.val_split or None
-        self.options, self.trainer_args = dict(self.options or {}), dict(self.trainer_args or {})
+
+
+#: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg
+#: they would bypass the folder rule, the lock or the flags' checks, so each is refused naming what to use
+OWNED_TRAINER_FIELDS = {
+    "output_dir": "--out", "logging_dir": "--out", "run_name": "--out (the run is named by its folder)",
+    "overwrite_output_dir": "--overwrite", "resume_from_checkpoint": "the same command again (it resumes by itself)",
+    "save_strategy": "--save-steps", "save_steps": "--save-steps", "save_total_limit": "--save-steps",
+    "save_only_model": "--save-steps", "save_safetensors": "--save-steps", "report_to": "--report-to",
+    "per_device_train_batch_size": "--batch-size", "num_train_epochs": "--epochs", "max_steps": "--max-steps",
+    "learning_rate": "--lr", "gradient_accumulation_steps": "--grad-accum", "seed": "--seed", "data_seed": "--seed",
+    "gradient_checkpointing": "--gradient-checkpointing", "activation_checkpointing": "--gradient-checkpointing",
+    "use_cpu": "--device", "bf16": "--dtype", "fp16": "--dtype", "disable_tqdm": "--no-progress",
+    "push_to_hub": "--push-to-hub REPO (the kept adapter and its card)", "hub_model_id": "--push-to-hub REPO",
+    **dict.fromkeys(("eval_strategy", "evaluation_strategy", "do_eval", "eval_steps", "eval_delay", "eval_on_start",
+                     "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
+                    "--val-split and --val-limit (idc-train validates at every epoch's end and keeps the best adapter)"),
+}
+#: the range of every numeric TrainingArguments field a run may set through --trainer-arg (the flags use the same checks)
+TRAINER_FIELD_CHECKS = {
+    "warmup_steps": checks.non_negative_float, "warmup_ratio": checks.unit_interval,
+    "weight_decay": checks.non_negative_float, "max_grad_norm": checks.positive_float, "adam_beta1": checks.unit_interval,
+    "adam_beta2": checks.unit_interval, "adam_epsilon": checks.positive_float, "per_device_eval_batch_size": checks.positive_int,
+    "logging_steps": checks.positive_float, "label_smoothing_factor": checks.unit_interval,
+    "dataloader_num_workers": checks.non_negative_int, "dataloader_prefetch_factor": checks.positive_int,
+    "eval_accumulation_steps": checks.positive_int,
+}
+
+
+def check_trainer_args(trainer_args: dict[str, Any]) -> dict[str, Any]:
+    """``--trainer-arg`` values under the flags' rules: the toolkit's own fields are refused naming
+    the flag, a name that is no TrainingArguments field is refused, each value must be of its
+    field's type (``torch_compile=maybe`` is no bool), numeric fields are range-checked, and no
+    number may be infinite or NaN."""
+    import math
+
+    checked = {}
+    for name, value in trainer_args.items():
+        option = f"--trainer-arg {name}"
+        if name in OWNED_TRAINER_FIELDS:
+            raise IDCError(f"{option}: set by idc-train itself; use {OWNED_TRAINER_FIELDS[name]}")
+        known = _trainer_field_types()
+        if name not in known:
+            raise IDCError(f"{option}: not a TrainingArguments field")
+        if not _fits(value, known[name]):
+            raise IDCError(f"{option} {value!r}: TrainingArguments.{name} takes {_described(known[name])}")
+        if name in TRAINER_FIELD_CHECKS:
+            value = TRAINER_FIELD_CHECKS[name](option, value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise IDCError(f"{option} {value!r}: must be a finite number")
+        checked[name] = value
+    return checked
+
+
+_FIELD_TYPES: dict[str, Any] = {}
+
+
+def _trainer_field_types() -> dict[str, Any]:
+    """``{field: its type}`` of this transformers' ``TrainingArguments`` (read once: it imports transformers)."""
+    if not _FIELD_TYPES:
+        import dataclasses
+        import typing
+
+        from transformers import TrainingArguments
+
+        hints = typing.get_type_hints(TrainingArguments)
+        _FIELD_TYPES.update({f.name: hints.get(f.name, Any) for f in dataclasses.fields(TrainingArguments) if f.init})
+    return _FIELD_TYPES
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    import typing
+
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from the command line (YAML: bool, int, float, text, null, list, mapping) is one of ``hint``'s."""
+    import enum
+    import typing
+
+    for member in _members(hint):
+        origin = typing.get_origin(member) or member
+        if member is Any or (member is type(None) and value is None):
+            return True
+        if origin is typing.Literal and value in typing.get_args(member):
+            return True
+        if origin is bool and isinstance(value, bool):
+            return True
+        if origin is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if origin is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if origin is str and isinstance(value, str):
+            return True
+        if isinstance(origin, type) and issubclass(origin, enum.Enum) and isinstance(value, str):
+            return True
+        if origin in (list, tuple) and isinstance(value, (list, tuple)):
+            return True
+        if origin is dict and isinstance(value, dict):
+            return True
+        if isinstance(origin, type) and origin not in (bool, int, float, str, list, tuple, dict, type(None)) \
+                and not issubclass(origin, enum.Enum):
+            return True  # a config object transformers itself checks
+    return False
+
+
+def _described(hint: Any) -> str:
+    import typing
+
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "text", list: "a list", tuple: "a list",
+             dict: "a mapping", type(None): "null"}
+    shown = [words.get(typing.get_origin(m) or m, getattr(m, "__name__", str(m))) for m in _members(hint)]
+    return " or ".join(dict.fromkeys(shown))

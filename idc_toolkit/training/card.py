@@ -68,7 +68,9 @@ def adapter_card(recipe_cls, settings, fields: dict[str, Any], dataset: str, tab
 
     base = _name(settings.base_model, fields.get("base_model_content"))
     data_name = _name(dataset, fields.get("dataset_content"))
-    shown = {k: v for k, v in asdict(settings).items() if k not in ("base_model",)}
+    from ..options import masked
+
+    shown = {k: v for k, v in masked(asdict(settings)).items() if k not in ("base_model",)}
     rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in shown.items())
     kept = next((r for r in reversed(table) if r.get("kept")), None)
     data = card_data(recipe_cls, settings, dataset, kept)

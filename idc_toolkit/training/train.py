@@ -31,7 +31,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..checks import non_negative_float, non_negative_int, positive_float, positive_int, unit_interval
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
@@ -79,8 +78,9 @@ def _base_config(base_model: str, revision: Optional[str]) -> dict[str, Any]:
 def _open_split(dataset: str, split: str, progress: bool = False):
     from datasets import load_dataset
 
-    from ..runs.rows import check_against_card, local_split_files
+    from ..runs.rows import check_against_card, check_built, local_split_files
 
+    check_built(dataset)
     files = local_split_files(str(dataset), split)
     if files:
         check_against_card(dataset, split, files, progress=progress)
@@ -149,48 +149,8 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainA
         dtype=args.dtype, split=args.split, val_split=args.val_split, val_limit=args.val_limit,
         gradient_checkpointing=bool(args.gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
-        options={**known, **args.options}, trainer_args=check_trainer_args(args.trainer_args),
+        options={**known, **args.options}, trainer_args=dict(args.trainer_args),
         train_reference=args.train_reference or facts.train_reference)
-
-
-#: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg
-#: they would bypass the folder rule, the lock or the flags' checks, so each is refused naming what to use
-OWNED_TRAINER_FIELDS = {
-    "output_dir": "--out", "logging_dir": "--out", "run_name": "--out (the run is named by its folder)",
-    "overwrite_output_dir": "--overwrite", "resume_from_checkpoint": "the same command again (it resumes by itself)",
-    "save_strategy": "--save-steps", "save_steps": "--save-steps", "save_total_limit": "--save-steps",
-    "save_only_model": "--save-steps", "save_safetensors": "--save-steps", "report_to": "--report-to",
-    "per_device_train_batch_size": "--batch-size", "num_train_epochs": "--epochs", "max_steps": "--max-steps",
-    "learning_rate": "--lr", "gradient_accumulation_steps": "--grad-accum", "seed": "--seed", "data_seed": "--seed",
-    "gradient_checkpointing": "--gradient-checkpointing", "activation_checkpointing": "--gradient-checkpointing",
-    "use_cpu": "--device", "bf16": "--dtype", "fp16": "--dtype", "disable_tqdm": "--no-progress",
-}
-#: the range of every numeric TrainingArguments field a run may set through --trainer-arg (the flags use the same checks)
-TRAINER_FIELD_CHECKS = {
-    "warmup_steps": non_negative_float, "warmup_ratio": unit_interval, "weight_decay": non_negative_float,
-    "max_grad_norm": positive_float, "adam_beta1": unit_interval, "adam_beta2": unit_interval, "adam_epsilon": positive_float,
-    "per_device_eval_batch_size": positive_int, "logging_steps": positive_float, "eval_steps": positive_float,
-    "label_smoothing_factor": unit_interval, "dataloader_num_workers": non_negative_int,
-    "dataloader_prefetch_factor": positive_int, "eval_accumulation_steps": positive_int,
-}
-
-
-def check_trainer_args(trainer_args: dict[str, Any]) -> dict[str, Any]:
-    """``--trainer-arg`` values under the flags' rules: the toolkit's own fields are refused naming
-    the flag, numeric fields are range-checked, and no number may be infinite or NaN."""
-    import math
-
-    checked = {}
-    for name, value in trainer_args.items():
-        option = f"--trainer-arg {name}"
-        if name in OWNED_TRAINER_FIELDS:
-            raise IDCError(f"{option}: set by idc-train itself; use {OWNED_TRAINER_FIELDS[name]}")
-        if name in TRAINER_FIELD_CHECKS:
-            value = TRAINER_FIELD_CHECKS[name](option, value)
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise IDCError(f"{option} {value!r}: must be a finite number")
-        checked[name] = value
-    return checked
 
 
 class _Rows:
@@ -211,14 +171,17 @@ class _Rows:
 
 
 def run_fields(settings: Settings, dataset: str, progress: bool = False) -> dict[str, Any]:
-    """What a run's adapter depends on: every setting and the content of the data and base
-    (``progress``: show their first hashing where it is long)."""
+    """What a run's adapter depends on: every setting (secrets masked) and the content of the data
+    and base (``progress``: show their first hashing where it is long)."""
     from .. import __version__
     from ..runs.fingerprint import path_content
 
-    return {**asdict(settings), "dataset_content": path_content(dataset, progress),
-            "base_model_content": path_content(settings.base_model, progress),
-            "toolkit": __version__}
+    from ..options import masked
+
+    # secrets (--trainer-arg hub_token=...) reach the Trainer, never a record, card or log
+    return masked({**asdict(settings), "dataset_content": path_content(dataset, progress),
+                   "base_model_content": path_content(settings.base_model, progress),
+                   "toolkit": __version__})
 
 
 def train_seeds(args: TrainArgs, callbacks: Sequence[Any] = ()) -> list[TrainResult]:
@@ -319,6 +282,8 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
         if last:
             log.info("resuming from %s", last)
         outcome = trainer.train(resume_from_checkpoint=last)
+        metrics = {**outcome.metrics, "train_loss": whole_run_loss(trainer.state.log_history, done_step,
+                                                                   outcome.metrics.get("train_loss"), trainer.state.global_step)}
         if rank == 0:
             from ..runs.folder import write_text_atomic
             from .card import adapter_card
@@ -327,7 +292,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
                 save_adapter(net, out / "adapter", settings.base_model)
             write_text_atomic(out / "adapter" / "README.md", adapter_card(recipe_cls, settings, fields, dataset, validation.table))
             record = _record(fields, complete=True, epochs=validation.table)
-            record["trainer_metrics"] = outcome.metrics  # train_runtime, samples/s, steps/s, final loss
+            record["trainer_metrics"] = metrics  # train_runtime, samples/s, steps/s (this call's); train_loss: the run's
             folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
             if push_to_hub:
                 from .card import push_adapter
@@ -335,6 +300,24 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
                 push_adapter(out / "adapter", push_to_hub)
         losses = [r["loss"] for r in _read_steps(out / STEPS_FILE)]
         return TrainResult(out, out / "adapter", validation.table, losses=losses, settings=settings)
+
+
+def whole_run_loss(log_history: list[dict[str, Any]], resumed_at: int, this_call: Optional[float],
+                   global_step: int) -> Optional[float]:
+    """The mean training loss per optimizer step over the whole run. The Trainer's ``train_loss``
+    covers only the steps of its own call (those after a resume); the steps before it are the
+    logged losses that the checkpoint's ``log_history`` brought back, each weighing the steps
+    since the previous log."""
+    if this_call is None:
+        return None
+    before, counted, last = 0.0, 0, 0
+    for entry in log_history:
+        step = int(entry.get("step", 0))
+        if "loss" in entry and last < step <= resumed_at:
+            before += float(entry["loss"]) * (step - last)
+            counted, last = counted + step - last, step
+    steps = global_step - resumed_at
+    return (before + float(this_call) * steps) / max(counted + steps, 1)
 
 
 def load_dtype(dtype: str, device: str):
@@ -502,6 +485,24 @@ def _trainer_class():
             super().__init__(*args, **kwargs)
             self.model_accepts_loss_kwargs = True  # so the Trainer counts the step's target tokens
             self._loss_shifts_labels = True  # caption_loss_sum predicts label t + 1 at position t
+
+        def _save(self, output_dir=None, state_dict=None):
+            super()._save(output_dir, state_dict)
+            if self.args.should_save:  # the Trainer pickles its arguments beside the weights: the copy a secret never is in
+                import copy
+                import dataclasses
+                import os
+
+                import torch
+                from transformers.trainer import TRAINING_ARGS_NAME
+
+                from ..options import MASK, is_secret
+
+                shown = copy.copy(self.args)
+                for f in dataclasses.fields(shown):
+                    if is_secret(f.name) and getattr(shown, f.name, None) is not None:
+                        object.__setattr__(shown, f.name, MASK)
+                torch.save(shown, os.path.join(output_dir or self.args.output_dir, TRAINING_ARGS_NAME))
 
         def _get_train_sampler(self, *args, **kwargs):
             if not self.recipe.shuffle():
