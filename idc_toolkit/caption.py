@@ -35,6 +35,18 @@ def _with_entities(dataset: Path, out: Path, entities: list[str]) -> Path:
     return run_column_pass(dataset, out, spec, progress=False).out_dir
 
 
+def check_mask_path(mask: str | Path) -> Path:
+    """Where ``--mask`` writes the pair's change mask: a ``.png`` file in an existing folder."""
+    path = Path(mask)
+    if path.is_dir():
+        raise IDCError(f"--mask {mask}: a folder; name the PNG file to write (e.g. {path / 'mask.png'})")
+    if path.suffix.lower() != ".png":
+        raise IDCError(f"--mask {mask}: the change mask is written as PNG; name a .png file")
+    if not path.parent.is_dir():
+        raise IDCError(f"--mask {mask}: its folder {path.parent} does not exist")
+    return path
+
+
 def caption(before: str | Path, after: str | Path, model: str, run: Any, options: Optional[dict[str, Any]] = None,
             pair_style: str = "scene", mask: Optional[str | Path] = None, entities: Optional[list[str]] = None) -> str:
     """The caption ``model`` gives the pair; ``run`` is a :class:`~idc_toolkit.models.args.GenerateArgs`
@@ -61,6 +73,8 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
     for path in paths:
         if not path.is_file():
             raise IDCError(f"{path}: no such image file")
+    if mask is not None:  # before the caption is computed: a bad --mask never costs a model run
+        check_mask_path(mask)
     with tempfile.TemporaryDirectory(prefix="idc-caption-") as tmp:
         raw = Path(tmp) / "raw"
         name = "pair" + (paths[0].suffix or ".png")

@@ -49,8 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         run = from_namespace(GenerateArgs, args, CHECKPOINT_FIELDS, batch_size=1)
         options = get_runner_class(args.model).options(args)
         entities = [e.strip() for e in args.entities.split(",") if e.strip()] if args.entities else None
-        print(caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask,
-                      entities))
+        text = caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask,
+                       entities)
+        print(text)  # stdout holds the caption line, empty or not
+        if not text.strip():  # a blank line alone would read as a caption lost
+            print(f"idc-caption: note: {args.model} wrote an empty caption for this pair", file=sys.stderr)
         if args.mask:
             print(f"change mask: {args.mask}", file=sys.stderr)
         return 0

@@ -17,15 +17,52 @@ cleaned to one caption by :func:`clean_answer` (its rule, :data:`ANSWER_RULE`, i
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
 
+from ..checks import positive_int
 from ..errors import IDCError
 from ..facts import DatasetFacts
+from ..options import add_options, check_fields, option
 from ..prompts import ANSWER_RULE, PROMPTS, STACKED_PROMPTS, clean_answer, preset_for
 from ..devices import load_weights, resolve_dtype
 from .base import Runner
 
 MAX_NEW_TOKENS = 40
+
+
+@dataclass
+class Options:
+    """The VLM runner's options besides the prompt (``--prompt`` / ``--prompt-file`` / ``--prompt-preset``)."""
+
+    single_image: bool = option(False, "the model takes one image: show it the stacked pair (before above after)")
+    max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+#: the image and video placeholders of the chat models' templates (Qwen2-VL's <|vision_start|>, <|image_pad|>,
+#: LLaVA's <image>, Idefics3's <fake_token_around_image>, <global-img>, <row_1_col_1>, Gemma 3's <start_of_image>)
+VISION_TOKENS = re.compile(r"<\|[A-Za-z0-9_]+\|>|</?(?:image|video|img|global-img|fake_token_around_image|image_soft_token|"
+                           r"start_of_image|end_of_image)>|<row_\d+_col_\d+>", re.IGNORECASE)
+
+
+def check_prompt(option: str, text: Any, special: Iterable[str] = ()) -> str:
+    """A prompt the chat template can place after the two images: not empty, and free of vision
+    placeholders and of the model's own special tokens (``special``), which would make the processor
+    count more images than the pair has or read the text as markup."""
+    if not isinstance(text, str) or not text.strip():
+        raise IDCError(f"{option}: the prompt is empty; give an instruction, or leave {option} out for the dataset's preset")
+    found = [t for t in special if t and t in text]
+    match = VISION_TOKENS.search(text)
+    token = found[0] if found else match.group(0) if match else None
+    if token:
+        raise IDCError(f"{option}: holds {token!r}, a vision or special token of the model (the chat template places "
+                       "the two images itself); write the instruction as plain text")
+    return text
+
 
 def read_prompt_file(path: str) -> str:
     """``--prompt-file``: its text is the prompt (read when the options are parsed, so the run's
@@ -35,7 +72,16 @@ def read_prompt_file(path: str) -> str:
     text = read_text(path, IDCError, "prompt file").strip()
     if not text:
         raise IDCError(f"{path}: the prompt file is empty")
-    return text
+    return check_prompt(f"--prompt-file {path}", text)
+
+
+def special_tokens(processor) -> list[str]:
+    """The processor's image / video tokens and its tokenizer's special tokens, which no prompt may hold."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    named = [getattr(processor, name, None) for name in ("image_token", "video_token", "boi_token", "eoi_token",
+                                                         "fake_image_token", "global_image_token")]
+    added = [t.content for t in getattr(tokenizer, "added_tokens_decoder", {}).values() if getattr(t, "special", False)]
+    return [t for t in dict.fromkeys([*named, *added, *getattr(tokenizer, "all_special_tokens", [])]) if isinstance(t, str) and t]
 
 
 class VlmInputs:
@@ -88,21 +134,22 @@ class VlmRunner(Runner):
 
     @classmethod
     def add_arguments(cls, group) -> None:
+        from ..checks import arg_type
+
         prompt = group.add_mutually_exclusive_group()
-        prompt.add_argument("--prompt", help="vlm: the instruction after the two images (default: the dataset style's preset)")
+        prompt.add_argument("--prompt", type=arg_type(check_prompt, "--prompt"),
+                            help="vlm: the instruction after the two images (default: the dataset style's preset)")
         prompt.add_argument("--prompt-file", dest="prompt", type=_prompt_file_type, metavar="FILE",
                             help="vlm: read the instruction from FILE")
         prompt.add_argument("--prompt-preset", choices=sorted(PROMPTS),
                             help="vlm: a preset instead of the one the dataset card's facts call for")
-        group.add_argument("--single-image", action="store_true",
-                           help="vlm: the model takes one image: show it the stacked pair (before above after)")
-        group.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="greedy decoding length (default: %(default)s)")
+        add_options(group, Options, ("single_image", "max_new_tokens"), "vlm: ")
 
     @classmethod
     def resolve_prompt(cls, facts: DatasetFacts, prompt: Optional[str], prompt_preset: Optional[str], single_image: bool,
                        where: str) -> str:
-        if prompt:
-            return prompt
+        if prompt is not None:
+            return check_prompt("--prompt", prompt)
         preset = prompt_preset or preset_for(facts)
         if preset is None:
             raise IDCError(f"{where}: its card records no pair style, which decides the prompt; pass --prompt-preset "
@@ -112,6 +159,7 @@ class VlmRunner(Runner):
     @classmethod
     def check_dataset(cls, columns, facts, options, where) -> None:
         super().check_dataset(columns, facts, options, where)
+        Options(**{k: options[k] for k in ("single_image", "max_new_tokens") if k in options})
         cls.resolve_prompt(facts, options.get("prompt"), options.get("prompt_preset"), bool(options.get("single_image")), where)
 
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
@@ -124,13 +172,14 @@ class VlmRunner(Runner):
         processor = AutoProcessor.from_pretrained(base_model, **kwargs)
         if getattr(processor, "tokenizer", None) is None or getattr(processor, "chat_template", None) is None:
             raise IDCError(f"{base_model}: its processor has no tokenizer or no chat template; --model vlm runs chat models")
+        text = self.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model)
+        check_prompt("--prompt", text, special_tokens(processor))  # before the weights load
         model = load_weights(AutoModelForImageTextToText, base_model, dtype=self.dtype, **kwargs)
         if adapter:
             from .adapters import apply_adapter
 
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
-        text = self.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model)
         self.inputs = VlmInputs(processor, text, single_image, max_new_tokens)
 
     @classmethod
