@@ -8,7 +8,10 @@ category of the dataset is its own matrix; 95% intervals come from resampling th
 
 The prediction is a mask column of the dataset (``idc-precompute masks``' ``change_mask``) or a
 folder of PNGs named ``<pair_id>.png`` (a model's masks); so is the reference (a release's
-labels: LEVIR-MCI's ``change_classes``, SECOND-CC's, the folder builder's ``label/``). Where
+labels: LEVIR-MCI's ``change_classes``, SECOND-CC's, the folder builder's ``label/``). Only label
+maps are read: the pair's photographs, text columns and files that are not PNG are refused, and
+values beyond :data:`MAX_CLASSES` classes need ``--class-names``. ``--out`` follows the run
+folder rule of every other command. Where
 either side is a change mask (values 0 and 255 only) both are read as change / no change;
 where both are class maps (values 0..K-1, e.g. ``change_classes``), class by class.
 """
@@ -44,7 +47,8 @@ class MaskEvalArgs:
     bootstrap: int = option(0, "95%% bootstrap intervals from N resamples of the pairs", check=checks.non_negative_int,
                             metavar="N")
     seed: int = option(0, "bootstrap seed", check=checks.non_negative_int)
-    out: Optional[str] = option(None, "folder for masks.json and masks.md")
+    out: Optional[str] = option(None, "folder for masks.json and masks.md (the run folder rule: docs/run-engine.md)")
+    overwrite: bool = option(False, "replace --out when it holds a mask evaluation with other settings")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -90,20 +94,52 @@ def _group(cms: np.ndarray, idx: list[int], names: tuple[str, ...], resamples: i
     return out
 
 
-def _array(cell: Any) -> Optional[np.ndarray]:
+#: the most classes a class map is read with unless --class-names names them (a photograph read as one had 250)
+MAX_CLASSES = 64
+#: the dataset's own photographs: never label maps
+PAIR_IMAGES = ("before", "after")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _array(cell: Any, where: str) -> Optional[np.ndarray]:
     from idc_toolkit.building.labels import first_channel
     from idc_toolkit.runs.rows import decode_image
 
     if cell is None:
         return None
-    return first_channel(np.asarray(decode_image(cell)))
+    try:
+        return first_channel(np.asarray(decode_image(cell)))
+    except Exception as exc:  # PIL's errors come in several types
+        raise EvaluationError(f"{where}: not a readable image ({type(exc).__name__})") from None
 
 
-def _from_folder(folder: Path, pid: str) -> Optional[np.ndarray]:
+def _from_folder(folder: Path, pid: str, option: str) -> Optional[np.ndarray]:
     from idc_toolkit.building.labels import first_channel, read_label
 
     path = folder / f"{pid}.png"
-    return first_channel(read_label(path.read_bytes())) if path.is_file() else None
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    if not data.startswith(PNG_SIGNATURE):
+        raise EvaluationError(f"{option} {folder}: {path.name} (pair {pid!r}) is not a PNG file; masks are read as "
+                              "lossless PNG label maps")
+    try:
+        return first_channel(read_label(data))
+    except Exception as exc:  # a PNG cut short or corrupt
+        raise EvaluationError(f"{option} {folder}: {path.name} (pair {pid!r}) cannot be read ({type(exc).__name__})") from None
+
+
+def _check_mask_column(ds, column: str, option: str, where: str) -> None:
+    """A column of label maps: an image column, and not the pair's own photographs."""
+    from datasets import Image
+
+    if column in PAIR_IMAGES:
+        raise EvaluationError(f"{option} {column}: the pair's {column} photograph, not a label map; name a mask column "
+                              "(change_mask, change_classes) or a folder of <pair_id>.png")
+    feature = ds.features.get(column)
+    if not isinstance(feature, Image):
+        raise EvaluationError(f"{option} {column}: {where} holds {type(feature).__name__} values there, not label maps "
+                              "(images); name a mask column (change_mask, change_classes) or a folder of <pair_id>.png")
 
 
 def _fit(predicted: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -121,15 +157,27 @@ def load_mask_pairs(a: MaskEvalArgs) -> tuple[list[str], list[Optional[str]], li
 
     from idc_toolkit.stores import input_folder
 
-    ds = load_dataset(input_folder(a.dataset, EvaluationError), split=a.split)
+    from idc_toolkit.runs.rows import check_built
+
+    dataset = input_folder(a.dataset, EvaluationError)
+    check_built(dataset)
+    try:
+        ds = load_dataset(dataset, split=a.split)
+    except (ValueError, FileNotFoundError) as exc:
+        raise EvaluationError(f"--dataset {a.dataset}: cannot load split {a.split!r}: {str(exc).splitlines()[0]}") from None
+    where = f"{a.dataset} [{a.split}]"
     ref_folder = None if a.reference in ds.column_names else Path(a.reference)
     if ref_folder is not None and not ref_folder.is_dir():
         raise EvaluationError(f"--reference {a.reference}: neither a column of {a.dataset} ({', '.join(ds.column_names)}) "
                               "nor a folder")
+    if ref_folder is None:
+        _check_mask_column(ds, a.reference, "--reference", where)
     pred_folder = Path(a.predicted) if a.predicted else None
     if pred_folder is None and a.column not in ds.column_names:
         raise EvaluationError(f"--column {a.column}: {a.dataset} [{a.split}] has no such column "
                               "(idc-precompute masks writes change_mask; or give --predicted FOLDER)")
+    if pred_folder is None:
+        _check_mask_column(ds, a.column, "--column", where)
     if pred_folder is not None and not pred_folder.is_dir():
         raise EvaluationError(f"--predicted {a.predicted}: no such folder")
     names = category_names(ds.features) if "category" in ds.column_names else None
@@ -138,8 +186,10 @@ def load_mask_pairs(a: MaskEvalArgs) -> tuple[list[str], list[Optional[str]], li
     ids, cats, refs, preds, missing, resized = [], [], [], [], [], 0
     for row in ds.select_columns(list(dict.fromkeys(columns))):
         pid = row["pair_id"]
-        ref = _from_folder(ref_folder, pid) if ref_folder else _array(row[a.reference])
-        pred = _from_folder(pred_folder, pid) if pred_folder else _array(row[a.column])
+        ref = (_from_folder(ref_folder, pid, "--reference") if ref_folder
+               else _array(row[a.reference], f"--reference {a.reference}, pair {pid!r}"))
+        pred = (_from_folder(pred_folder, pid, "--predicted") if pred_folder
+                else _array(row[a.column], f"--column {a.column}, pair {pid!r}"))
         if ref is None or pred is None:
             missing.append(pid)
             continue
@@ -174,9 +224,14 @@ def evaluate_masks(args: Optional[MaskEvalArgs] = None, **fields: Any) -> dict[s
         refs, preds, names = [r > 0 for r in refs], [p > 0 for p in preds], BINARY_CLASSES
     else:
         k = max(int(max(r.max() for r in refs)), int(max(p.max() for p in preds))) + 1
+        if k > MAX_CLASSES and not a.class_names:
+            side = "--reference" if max(int(r.max()) for r in refs) + 1 == k else "--predicted / --column"
+            raise EvaluationError(f"{side}: values up to {k - 1}, not a label map of a few classes (a photograph?); "
+                                  "name the classes with --class-names, or score change / no change with --binary")
         names = tuple(a.class_names) if a.class_names else tuple(f"class {i}" for i in range(k))
         if len(names) < k:
             raise EvaluationError(f"--class-names names {len(names)} classes, the masks hold values up to {k - 1}")
+    folder = _open_out(a)  # the inputs are checked: an --out we may not write into is refused before the scoring
     k = len(names)
     cms = np.stack([confusion(r, p, k) for r, p in zip(refs, preds)])
     rng = np.random.default_rng(a.seed)
@@ -188,14 +243,46 @@ def evaluate_masks(args: Optional[MaskEvalArgs] = None, **fields: Any) -> dict[s
            "meta": {"dataset": a.dataset, "split": a.split, "reference": a.reference,
                     "predicted": a.predicted or f"column {a.column}", "pairs": len(ids), "bootstrap": a.bootstrap,
                     "seed": a.seed, "confusion_matrix": cms.sum(0).tolist()}}
-    if a.out:
+    if folder is not None:
         import json
 
-        folder = Path(a.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "masks.json").write_text(json.dumps(out, indent=1) + "\n")
-        (folder / "masks.md").write_text(markdown(out) + "\n")
+        def stage(final: Path) -> None:
+            (final / "masks.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+            (final / "masks.md").write_text(markdown(out) + "\n", encoding="utf-8")
+
+        folder.finalise(stage, order=OWNED)
     return out
+
+
+#: what a mask evaluation writes into --out (the only names --overwrite replaces)
+OWNED = ("masks.json", "masks.md")
+
+
+def _open_out(a: MaskEvalArgs):
+    """``--out`` under the run engine's rule (:class:`~idc_toolkit.runs.RunFolder`): files no run of
+    ours wrote (a user's own masks.json) are refused, another mask evaluation is replaced only with
+    --overwrite, an evaluation's or a generation's files beside it stay."""
+    if not a.out:
+        return None
+    from idc_toolkit import __version__
+    from idc_toolkit.judge import JUDGE_DIR, JUDGES_DIR
+    from idc_toolkit.runs import RunFolder
+    from idc_toolkit.runs.fingerprint import path_content
+    from idc_toolkit.stores import output_folder
+
+    from .outputs import COMPARE_FILE, MODEL_RUN_FILES, OUTPUT_FILES
+
+    fields = {"dataset": a.dataset, "dataset_content": path_content(a.dataset), "split": a.split,
+              "reference": a.reference, "reference_content": None if a.reference in ("", None) else path_content(a.reference),
+              "column": None if a.predicted else a.column, "predicted": a.predicted,
+              "predicted_content": path_content(a.predicted) if a.predicted else None, "class_names": a.class_names,
+              "binary": a.binary, "allow_missing": a.allow_missing, "bootstrap": a.bootstrap, "seed": a.seed,
+              "toolkit": __version__}
+    out = output_folder(a.out, EvaluationError)
+    folder = RunFolder(out, "mask evaluation", fields, owned=OWNED, card_record=False, record_file="masks_eval.json",
+                       tolerated=(*OUTPUT_FILES, *MODEL_RUN_FILES, COMPARE_FILE, "compare.md", "compare.tex", JUDGE_DIR,
+                                  JUDGES_DIR), progress=False).open(a.overwrite)
+    return folder
 
 
 def markdown(out: dict[str, Any]) -> str:

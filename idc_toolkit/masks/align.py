@@ -112,6 +112,8 @@ def _integer_shift(gb: np.ndarray, ga: np.ndarray, max_shift: int) -> tuple[int,
 def _lucas_kanade(gb: np.ndarray, ga: np.ndarray, shift: tuple[int, int]) -> tuple[float, float]:
     """Sub-pixel remainder (dy, dx) of the shift, two Gauss-Newton steps on unclipped pixels."""
     src, dst = overlap(*ga.shape, *shift)
+    if -(-(src[0].stop - src[0].start) // 2) * -(-(src[1].stop - src[1].start) // 2) < 64:
+        return 0.0, 0.0  # fewer samples than a fit takes (below): np.gradient refuses a 1-pixel side
     # every 4th pixel: as precise, 4x cheaper. Each gradient is taken along its axis on the rows
     # or columns kept (np.gradient's values there, bit for bit, for half the work)
     b = gb[src]
@@ -138,6 +140,7 @@ def _lucas_kanade(gb: np.ndarray, ga: np.ndarray, shift: tuple[int, int]) -> tup
 def camera_shift(before: np.ndarray, after: np.ndarray, max_shift: int, subpixel: bool = True
                  ) -> tuple[tuple[int, int], tuple[float, float]]:
     """Integer and sub-pixel camera shift between two uint8 RGB images of the same size."""
+    max_shift = min(max_shift, min(before.shape[:2]) // 4)  # every shift searched keeps an overlap at half resolution
     if max_shift <= 0:
         return (0, 0), (0.0, 0.0)
     gb, ga = grey_ranks(before), grey_ranks(after)
