@@ -102,6 +102,7 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
                    categories: dict[str, Optional[str]]) -> None:
     import io
 
+    from idc_toolkit.escape import csv_text
     from idc_toolkit.runs.folder import write_text_atomic
 
     metrics = [m for m in result.metrics if m in result.per_pair]
@@ -117,10 +118,10 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     judge = result.cache.metrics.get("JUDGE")
     notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
     w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else [])])
-    for k, pid in enumerate(result.ids):
-        w.writerow([pid, categories.get(pid) or "", predictions[pid], json.dumps(references[pid], ensure_ascii=False),
-                    *(_value(result.per_pair[m][k]) for m in metrics), ";".join(member.get(k, [])),
-                    *([notes[k]] if notes else [])])
+    for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
+        w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
+                    json.dumps(references[pid], ensure_ascii=False), *(_value(result.per_pair[m][k]) for m in metrics),
+                    csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else [])])
     write_text_atomic(path, buf.getvalue())
 
 

@@ -55,15 +55,15 @@ def content_sha256(path: Path | str, on_bytes: Optional[Callable[[int], Any]] = 
 
 def file_name_for(key: str, suffix: str = "") -> str:
     """A file name made from data (a pair id): path separators, ``..``, control and shell-
-    hostile characters become ``_``, and a short hash of the original keeps two ids that
-    clean to the same text, or share their first 120 characters, apart. Never a path: it cannot leave the folder it is joined to."""
+    hostile characters become ``_``, the text is cut to 80 characters, and a short hash of the
+    whole id always follows, so no two ids share a name (``x y`` and ``x_y-887fcea6`` included:
+    a name carrying the hash only where the id changed could be taken by another id written that
+    way). Never a path: it cannot leave the folder it is joined to."""
     import hashlib
     import re
 
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", str(key)).strip("._") or "pair"
-    if cleaned != str(key) or len(cleaned) > 120:  # changed or cut: the hash of the whole id keeps it apart
-        cleaned = f"{cleaned[:80]}-{hashlib.sha256(str(key).encode()).hexdigest()[:8]}"
-    return cleaned + suffix
+    return f"{cleaned[:80]}-{hashlib.sha256(str(key).encode()).hexdigest()[:8]}{suffix}"
 
 
 def inside(folder: Path | str, name: str) -> Path:

@@ -183,12 +183,12 @@ def test_file_names_made_from_ids_stay_inside_their_folder(tmp_path, pair_id):
 
 
 def test_ids_sharing_a_long_prefix_get_distinct_file_names():
-    """Clean ids longer than a file name keeps are cut, and a cut name carries the whole id's hash."""
+    """Clean ids longer than a file name keeps are cut, and every name carries the whole id's hash."""
     prefix = "scene_" + "a" * 200
     ids = [prefix + tail for tail in ("", "1", "2", "_b", "-c", ".d")]
     names = [file_name_for(i, ".png") for i in ids]
     assert len(set(names)) == len(ids) and all(len(n) <= 120 for n in names)
-    assert file_name_for("short_id-1") == "short_id-1"  # a clean short id keeps its own name
+    assert file_name_for("short_id-1").startswith("short_id-1-")  # a clean short id keeps its text, and its hash follows
 
 
 def test_builders_refuse_ids_that_resolve_outside_raw(tmp_path):

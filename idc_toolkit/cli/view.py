@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from ..checks import arg_type, positive_float, positive_int
+from ..checks import arg_type, at_most, positive_float, positive_int
+from ..viewer.figure import MAX_DPI
 from . import common
 
 
@@ -40,7 +41,8 @@ def make_figure_parser():
     p.add_argument("--out", required=True, help="folder for figure.pdf, figure.png, figure.tex")
     p.add_argument("--width", type=arg_type(positive_float, "--width"), default=7.0,
                    help="figure width in inches (the PNG is width x dpi pixels wide)")
-    p.add_argument("--dpi", type=arg_type(positive_int, "--dpi"), default=200, help="PNG resolution")
+    p.add_argument("--dpi", type=arg_type(at_most(MAX_DPI, positive_int), "--dpi"), default=200,
+                   help=f"PNG resolution (at most {MAX_DPI})")
     p.add_argument("--no-mask", dest="mask", action="store_false", help="do not outline change_mask on the after image")
     p.add_argument("--overwrite", action="store_true", help="replace a figure of ours written with other settings")
     return p

@@ -16,10 +16,29 @@ from typing import Optional, Sequence
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
-from .sources import read_evaluation, unique_names
+from .sources import check_card, read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)
 OWNED = ("figure.pdf", "figure.png", "figure.tex")
+#: the finest PNG resolution a figure is drawn at (print needs 300-600)
+MAX_DPI = 1200
+#: the most pixels figure.png may hold (matplotlib's canvas is allocated whole: --dpi 100000 asked for terabytes)
+MAX_PIXELS = 200_000_000
+#: a row's height, in units of the figure's width
+ROW_HEIGHT = 0.27
+
+
+def check_size(width: float, dpi: int, rows: int = 1) -> tuple[float, int]:
+    """``--width`` and ``--dpi`` range-checked, and the PNG they make no larger than :data:`MAX_PIXELS`."""
+    from .. import checks
+
+    width = checks.positive_float("--width", width)
+    dpi = checks.at_most(MAX_DPI, checks.positive_int)("--dpi", dpi)
+    wide, high = round(width * dpi), round(width * ROW_HEIGHT * rows * dpi)
+    if wide * high > MAX_PIXELS:
+        raise IDCError(f"--width {width:g} x --dpi {dpi}: figure.png would be {wide} x {high} pixels for {rows} pair(s), "
+                       f"more than {MAX_PIXELS:,}; lower --dpi or --width, or show fewer --pairs")
+    return width, dpi
 
 
 @dataclass(frozen=True)
@@ -64,13 +83,16 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     from ..runs.rows import decode_image, open_split
     from .images import MASK_COLOUR, mask_outline
 
+    width, dpi = check_size(width, dpi)
     runs = unique_names([read_evaluation(e) for e in evaluations])
     split = split or next((ev.split for ev in runs if ev.split), None) or "test"
     dataset = input_folder(dataset, IDCError)  # a store's dataset: its local copy
+    check_card(dataset)
     rows, features, fingerprint = open_split(dataset, split)
     pairs = list(pairs) or default_pairs(rows, features)
     if not pairs:
         raise IDCError(f"split {split!r} of {dataset} has no pairs")
+    check_size(width, dpi, len(pairs))
     wanted = {pid: None for pid in pairs}
     for start in range(0, len(rows), 256):
         for row in rows.read(start, min(start + 256, len(rows))):
@@ -89,7 +111,7 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
 
     names = _category_names(features)
     n = len(pairs)
-    row_height = width * 0.27
+    row_height = width * ROW_HEIGHT
     fig, axes = plt.subplots(n, 3, figsize=(width, row_height * n), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 1, 1.6], "wspace": 0.05, "hspace": 0.12})
     for r, pid in enumerate(pairs):

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
-from .sources import Evaluation, read_evaluation, unique_names
+from .sources import Evaluation, check_card, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
 OWNED = ("index.html", "assets", "img")
@@ -63,6 +63,8 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
     board = None if leaderboard is None else read_leaderboard(leaderboard)
     runs = unique_names([read_evaluation(e) for e in evaluations])
     dataset = None if dataset is None else input_folder(dataset, IDCError, progress)  # a store's: its local copy
+    if dataset is not None:
+        check_card(dataset)
     chosen = _splits(dataset, list(splits), runs) if dataset is not None or runs else []
     sources = {}
     if dataset is not None:

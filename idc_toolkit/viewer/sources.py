@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import IDCError
+from ..escape import csv_text_read
 from ..files import read_json
 
 #: per_pair.csv columns that are not scores
@@ -98,6 +99,7 @@ def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple
     score_names = tuple(c for c in header if c not in PER_PAIR_TEXT)
     pairs: dict[str, PairResult] = {}
     for line, row in enumerate(reader, start=2):
+        row = {k: csv_text_read(v) if k in PER_PAIR_TEXT and isinstance(v, str) else v for k, v in row.items()}
         try:
             references = tuple(json.loads(row.get("references") or "[]"))
             scores = {m: float(row[m]) for m in score_names if row.get(m) not in (None, "")}
@@ -107,6 +109,30 @@ def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple
         pairs[row["pair_id"]] = PairResult(caption=row["prediction"], references=references, category=row.get("category") or "",
                                            scores=scores, groups=groups, judgement=row.get("judgement") or "")
     return pairs, score_names
+
+
+def check_card(dataset: Path | str) -> None:
+    """A local dataset's card, read as plain YAML (``yaml.safe_load``): a card whose YAML does not
+    parse, or holds a tag that would build a Python object (``!!python/object``), is refused in one
+    line naming its file and line, before anything reads it."""
+    import yaml
+
+    from ..card_data import read_card_data
+
+    path = Path(dataset) / "README.md"
+    if not path.is_file():
+        return
+    try:
+        read_card_data(dataset)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        front = path.read_bytes().startswith(b"---")  # the YAML starts on the line after its opening ---
+        where = f", line {mark.line + 1 + front}" if mark is not None else ""
+        cause = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise IDCError(f"{path}{where}: the card's YAML cannot be read ({cause}); only plain YAML is read, "
+                       "no tags that build Python objects") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise IDCError(f"{path}: the card cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
 
 
 def unique_names(evaluations: list[Evaluation]) -> list[Evaluation]:
