@@ -20,7 +20,7 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import output_folder
 
 from .args import CompareArgs
-from .leaderboard import mean_sd, spread
+from .leaderboard import mean_sd, refuse_repeated_files, spread
 from .predictions import prepare
 from .scoring import Predictions, _predictions, _source, judge_metric, load_references
 
@@ -63,6 +63,7 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     c = args if args is not None else CompareArgs(**fields)
     out = None if c.out is None else output_folder(c.out, EvaluationError)
     sides = {"a": runs_of(a, "A"), "b": runs_of(b, "B")}
+    refuse_repeated_files([*sides["a"], *sides["b"]], "compare: ")
     proto = get_protocol("rcc")
     refs = proto.references(load_references(c))
     preps = {s: [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=c.allow_missing,
@@ -118,6 +119,12 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
         write_text_atomic(Path(out) / "compare.tex", tex)
         folder.finalise(lambda final: None)
     return report
+
+
+def signed(value: float, digits: int = 2) -> str:
+    """A difference with its sign, ``0.00`` where it rounds to zero (never ``-0.00``: no direction)."""
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 def tables(report: dict[str, Any]) -> tuple[str, str]:

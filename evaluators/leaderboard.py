@@ -4,7 +4,8 @@ number of runs and the caveats that travel with it.
 
 Files given the same ``--names`` entry are runs of one system (seeds): their row holds the mean
 and, in brackets, the standard deviation across runs (ddof 1), the way papers that report seeds
-print them; each file is scored on its own first. Published predictions (the shared DDLA file)
+print them; each file is scored on its own first. Without ``--names`` every file is its own row,
+and a file given twice (or a copy of it) is refused. Published predictions (the shared DDLA file)
 and the user's runs are treated alike.
 """
 
@@ -44,6 +45,41 @@ def _short_hash(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
+def refuse_repeated_files(files: list[Any], what: str = "") -> None:
+    """The same predictions given twice, under its own name or a copy's (equal content, by SHA-256),
+    are refused: a second row, or a system compared with itself, would say nothing."""
+    from idc_toolkit.files import content_sha256
+
+    seen: dict[str, str] = {}
+    for f in files:
+        if isinstance(f, (str, Path)) and Path(f).is_file():
+            digest = content_sha256(f)
+            if digest in seen:
+                same = "is given twice" if Path(seen[digest]).resolve() == Path(f).resolve() else f"holds what {seen[digest]} holds"
+                raise EvaluationError(f"{what}{f}: {same} (sha256 {digest[:12]}); give each predictions file once")
+            seen[digest] = str(f)
+
+
+def default_names(files: list[str]) -> list[str]:
+    """Each file's row label without ``--names``: its name (its folder's for a ``predictions.jsonl``),
+    with as many of its parent folders as keep two different files apart (``a/run``, ``b/run``): only
+    labels the user gives join files into one row of runs."""
+    def parts(f: str) -> list[str]:
+        path = Path(f).resolve()
+        tail = list(path.parent.parts) if path.name == "predictions.jsonl" else [*path.parent.parts, path.stem]
+        return [p for p in tail if p not in ("/", "")] or [str(f)]
+
+    split = [parts(f) for f in files]
+    depth = [1] * len(files)
+    while True:
+        labels = ["/".join(p[-d:]) for p, d in zip(split, depth)]
+        clash = {k for k, label in enumerate(labels) if labels.count(label) > 1 and depth[k] < len(split[k])}
+        if not clash:
+            return labels
+        for k in clash:
+            depth[k] += 1
+
+
 def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fields: Any) -> dict[str, Any]:
     """Score every file (module docstring); returns ``{"columns", "rows"}`` and writes the tables under ``out``."""
     from dataclasses import asdict
@@ -56,9 +92,10 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
     a = args if args is not None else LeaderboardArgs(**fields)
     if not files:
         raise EvaluationError("give at least one predictions file")
-    names = a.names or [Path(f).stem if Path(f).name not in ("predictions.jsonl",) else Path(f).parent.name for f in files]
+    names = a.names or default_names(files)
     if len(names) != len(files):
         raise EvaluationError(f"--names gives {len(names)} labels for {len(files)} files")
+    refuse_repeated_files(files)
     ref_fields = {k: v for k, v in asdict(a).items() if k in Ref.__dataclass_fields__}
     refs = load_references(Ref(**ref_fields))
     short = paper_columns()
@@ -132,11 +169,14 @@ def tables(out: dict[str, Any]) -> tuple[str, str]:
 
 
 def to_csv(out: dict[str, Any]) -> str:
+    """``leaderboard.csv``: text cells through :func:`~idc_toolkit.escape.csv_text`, numbers as numbers."""
+    from idc_toolkit.escape import csv_text
+
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["system", "runs", "n", *out["columns"], *(f"{c} sd" for c in out["columns"]), "protocol", "sources", "caveats"])
     for r in out["rows"]:
-        w.writerow([r["name"], r["runs"], r["n"], *(f"{100 * r['mean'][c]:.4f}" for c in out["columns"]),
+        w.writerow([csv_text(r["name"]), r["runs"], r["n"], *(f"{100 * r['mean'][c]:.4f}" for c in out["columns"]),
                     *("" if r["sd"][c] is None else f"{100 * r['sd'][c]:.4f}" for c in out["columns"]),
-                    r["protocol"], " | ".join(r["sources"]), " | ".join(r["caveats"])])
+                    csv_text(r["protocol"]), csv_text(" | ".join(r["sources"])), csv_text(" | ".join(r["caveats"]))])
     return buf.getvalue()
