@@ -277,6 +277,12 @@ def _run_ray(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, to
     except ModuleNotFoundError:
         raise RunError("--engine ray needs Ray: pip install 'idc-toolkit[distributed]'") from None
     if not ray.is_initialized():
+        import os
+
+        # Ray Data's actor pools log an error-level core_worker line on every successful run (its
+        # own constructor argument in the object store; ray-project/ray#57733): the driver's
+        # native log keeps fatal errors only, unless the user set RAY_BACKEND_LOG_LEVEL
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     import json
 
