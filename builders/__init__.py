@@ -24,6 +24,8 @@ BUILDERS = Registry("dataset", {
     "birds_to_words": "idc_toolkit.builders.birds_to_words:BirdsToWords",
     "img_diff": "idc_toolkit.builders.img_diff:ImgDiff",
     "diffspot": "idc_toolkit.builders.diffspot:DiffSpot",
+    "vlm_subtlebench": "idc_toolkit.builders.vlm_subtlebench:VLMSubtleBench",
+    "wuicc": "idc_toolkit.builders.wuicc:WUICC",
     "folder": "idc_toolkit.builders.folder:FolderOfPairs",
 }, summary=lambda cls: cls.card.pretty_name)
 
