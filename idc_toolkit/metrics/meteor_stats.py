@@ -5,6 +5,10 @@ group or a bootstrap resample is arithmetic on such lines. :func:`meteor_score` 
 arithmetic, operation for operation as ``MeteorScorer.computeMetrics`` of meteor-1.5.jar does
 it (read from its bytecode) with the parameters of ``-l en -norm`` (task ``rank``), so it
 equals METEOR's own ``EVAL`` bit for bit (tests: every segment, group and resample compared).
+Every step is an IEEE ``+ - * /`` (the same bits on every CPU and SIMD width) but the
+fragmentation penalty's ``Math.pow``, which :func:`~.java_pow.java_pow_array` replays as
+OpenJDK's x86-64 stub computes it (numpy's ``power`` rounds differently on AVX-512 machines,
+and neither it nor libm's ``pow`` is Java's).
 Why not ask the JVM: its ``EVAL`` parses every number with ``java.util.Scanner``, 1.5-1.9 s for
 8,000 segments in a fresh JVM, on the critical path after the last alignment; numpy takes 2 ms,
 and a rerun whose statistics are all cached needs no JVM at all.
@@ -64,6 +68,8 @@ def meteor_score(stats):
     """
     import numpy as np
 
+    from .java_pow import java_pow_array
+
     s = np.atleast_2d(np.asarray(stats, dtype=float))
     test_weighted = np.zeros(len(s))
     ref_weighted = np.zeros(len(s))
@@ -79,7 +85,7 @@ def meteor_score(stats):
         recall = ref_weighted / ref_length
         f_mean = 1.0 / ((1.0 - ALPHA) / precision + ALPHA / recall)
         fragmentation = np.where(perfect_segments(s), 0.0, s[:, CHUNKS] / ((s[:, TEST_WORD_MATCHES] + s[:, REF_WORD_MATCHES]) / 2.0))
-        score = f_mean * (1.0 - GAMMA * np.power(fragmentation, BETA))
+        score = f_mean * (1.0 - GAMMA * java_pow_array(fragmentation, BETA))
     return np.where(np.isnan(score), 0.0, np.maximum(score, 0.0))
 
 
