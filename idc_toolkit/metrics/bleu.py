@@ -7,6 +7,8 @@ exactly what a separate run on the group computes (BLEU's corpus totals are sums
 
 from __future__ import annotations
 
+import math
+
 from typing import Sequence
 
 import numpy as np
@@ -58,10 +60,11 @@ def bleu_from_totals(totals: np.ndarray) -> np.ndarray:
     out = np.empty((totals.shape[0], 4))
     bleu = np.ones(totals.shape[0])
     for k in range(4):
-        bleu = bleu * (correct[:, k] + tiny) / (guess[:, k] + small)
-        out[:, k] = bleu ** (1.0 / (k + 1))
+        bleu = bleu * ((correct[:, k] + tiny) / (guess[:, k] + small))  # BleuScorer's `bleu *= a / b`
+        # Python's float ** and math.exp, as BleuScorer: numpy's vector pow / exp round otherwise on some CPUs
+        out[:, k] = [b ** (1.0 / (k + 1)) for b in bleu.tolist()]
     ratio = (testlen + tiny) / (reflen + small)
-    penalty = np.where(ratio < 1, np.exp(1 - 1 / np.where(ratio < 1, ratio, 1.0)), 1.0)
+    penalty = np.array([math.exp(1 - 1 / r) if r < 1 else 1.0 for r in ratio.tolist()])
     return out * penalty[:, None]
 
 
