@@ -65,6 +65,7 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
     from .models.registry import get_runner_class
 
     cls = get_runner_class(model)
+    cls.check_base_model(run.base_model)
     needs_entities = "entities" in cls.required_columns
     if needs_entities and not entities:
         raise IDCError(f"--model {model} prompts with the pair's change entities: pass --entities \"phrase, phrase\" "

@@ -275,8 +275,9 @@ def run_model(args) -> None:
         raise IDCError("--model needs --dataset (the pairs to caption and their references)")
     if not args.base_model:
         raise IDCError("--model needs --base-model (a Hub name or a local folder)")
-    check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     cls = get_runner_class(args.model)
+    cls.check_base_model(args.base_model)
+    check_hub_repo(args.base_model, "model", "--base-model", args.revision)
     rank, world, local_rank = dist_info()
     run = from_namespace(GenerateArgs, args)
     run.device = resolve_device(run.device)

@@ -15,7 +15,7 @@ from ..options import check_fields, option
 class GenerateArgs:
     """The checkpoint (base, revision, adapter) and the generation run's settings."""
 
-    base_model: Optional[str] = option(None, "base model name or local path", check=checks.model_folder)
+    base_model: Optional[str] = option(None, "base model name or local path")
     revision: Optional[str] = option(None, "base model revision (Hub)")
     adapter: Optional[str] = option(None, "LoRA adapter: a folder or a Hub model id (peft; adapter_model.safetensors or the "
                                           "old adapter_model.bin)")

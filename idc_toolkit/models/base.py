@@ -19,6 +19,17 @@ class Runner:
     #: one line for ``idc-eval --help``
     summary: ClassVar[str] = ""
     required_columns: ClassVar[tuple[str, ...]] = ("pair_id", "before", "after")
+    #: a local ``--base-model`` is a transformers checkpoint folder (its ``config.json``)
+    transformers_checkpoint: ClassVar[bool] = False
+
+    @classmethod
+    def check_base_model(cls, base_model: Optional[str]) -> None:
+        """Fail before any model is loaded when ``base_model`` cannot be this runner's checkpoint
+        (``/etc``: a folder that is no model)."""
+        if cls.transformers_checkpoint and base_model is not None:
+            from ..checks import model_folder
+
+            model_folder("--base-model", base_model)
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:

@@ -98,6 +98,7 @@ class Blip2IDCInputs:
 
 class Blip2IDCRunner(Runner):
     name = "blip2idc"
+    transformers_checkpoint = True
     summary = "BLIP2IDC (WACV 2025): BLIP-2 OPT + LoRA on the stacked pair"
 
     @classmethod

@@ -199,6 +199,7 @@ class DavirRunner(Runner):
     name = "davir"
     summary = "DAVIR: InstructBLIP + LoRA prompted with change entities (our reading of the paper)"
     required_columns = ("pair_id", "before", "after", "entities")
+    transformers_checkpoint = True
 
     @classmethod
     def add_arguments(cls, group) -> None:

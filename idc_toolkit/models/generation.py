@@ -89,6 +89,7 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
 
     from .adapters import resolve_adapter
 
+    runner_cls.check_base_model(run.base_model)
     out_dir = output_folder(out_dir, IDCError)
     dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
     options = {**runner_cls.option_defaults(), **(options or {})}

@@ -130,6 +130,7 @@ class VlmInputs:
 
 class VlmRunner(Runner):
     name = "vlm"
+    transformers_checkpoint = True
     summary = "any transformers image-text-to-text model, zero-shot (Qwen2-VL, LLaVA-OneVision, Idefics3, ...)"
 
     @classmethod

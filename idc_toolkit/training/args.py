@@ -114,15 +114,15 @@ def check_trainer_args(trainer_args: dict[str, Any]) -> dict[str, Any]:
         option = f"--trainer-arg {name}"
         if name in OWNED_TRAINER_FIELDS:
             raise IDCError(f"{option}: set by idc-train itself; use {OWNED_TRAINER_FIELDS[name]}")
+        if name in TRAINER_FIELD_CHECKS:  # a number in its range, whichever transformers has the field
+            value = TRAINER_FIELD_CHECKS[name](option, value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise IDCError(f"{option} {value!r}: must be a finite number")
         known = _trainer_field_types()
         if name not in known:
             raise IDCError(f"{option}: not a TrainingArguments field")
         if not _fits(value, known[name]):
             raise IDCError(f"{option} {value!r}: TrainingArguments.{name} takes {_described(known[name])}")
-        if name in TRAINER_FIELD_CHECKS:
-            value = TRAINER_FIELD_CHECKS[name](option, value)
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise IDCError(f"{option} {value!r}: must be a finite number")
         checked[name] = value
     return checked
 
