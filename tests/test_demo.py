@@ -65,5 +65,21 @@ def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
     assert "| Qwen2-VL (tiny, random, zero-shot) |" in printed  # the zero-shot row beside the baseline
     assert json.loads((out / "eval_vlm" / "model.json").read_text())["preprocess"] == "two images in one user turn: before, then after"
     assert site["n_pairs"] == 10
+    # the docs' examples' inputs: Spot-the-Diff's raw layout and quirks, a photo folder, coco and RCC files
+    spot = out / "spot-the-diff" / "data"
+    train = json.loads((spot / "annotations" / "train.json").read_text())
+    ids = [item["img_id"] for item in train]
+    assert all(i.isdigit() and not i.startswith("0") for i in ids) and len(set(ids)) < len(ids)  # several items per id
+    assert "" in {s for item in train for s in item["sentences"]}
+    assert all((spot / "resized_images" / f"{i}{end}").is_file() for i in ids for end in (".png", "_2.png", "_diff.jpg"))
+    assert sorted(p.name for p in (out / "my_pairs" / "before").iterdir()) == ["garden.jpg", "street.jpg"]
+    assert (out / "my_pairs" / "captions.csv").read_text().startswith("image,caption\n")
+    coco = json.loads((out / "coco" / "refs.json").read_text())
+    assert {a["image_id"] for a in coco["annotations"]} == set(categories)
+    assert {p["image_id"] for p in json.loads((out / "coco" / "preds.json").read_text())} == set(categories)
+    rcc = json.loads((out / "rcc" / "total_change_captions_reformat.json").read_text())
+    assert len({a["image_id"] for a in rcc["annotations"]}) == 2 * 25  # every split, as RCC's own file
+    assert {p["image_id"] for p in json.loads((out / "rcc" / "sc_nsc_results.json").read_text())} == {
+        f"{pid[:6]}.png_n" if pid.endswith("_n") else f"{pid}.png" for pid in categories}
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out

@@ -4,7 +4,9 @@ generate a CLEVR-Change-format raw release -> ``idc-build clevr_change`` -> chan
 (``idc-precompute masks``, diff-only) -> change entities (spaCy phrases; open_clip retrieval,
 with a tiny RANDOM model unless ``--clip-checkpoint`` is given: a pipeline check, not a
 result) -> a nearest-neighbour baseline -> ``idc-eval`` with the per-category table. Every step goes through the same code
-as real data. Rerunning resumes: a finished build is reused.
+as real data. Rerunning resumes: a finished build is reused. It also writes the inputs the docs' examples name
+(:mod:`idc_toolkit.demo.examples`): a procedural release in Spot-the-Diff's layout, a folder of photographs, and the
+baseline's predictions with the references as coco-caption and RCC files.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def _demo(args) -> int:
 
     result = build_dataset(DemoClevrChange(raw), out / "clevr_change_demo", progress=False)
     print(result.report.summary())
+    from ..demo.examples import write_my_pairs, write_spot_the_diff_release
+
+    spot, mine = write_spot_the_diff_release(out / "spot-the-diff", args.seed), write_my_pairs(out / "my_pairs", args.seed)
+    print(f"for the docs' examples: {spot} (procedural, in Spot-the-Diff's raw layout) and {mine} "
+          "(a folder of your own pairs: before/, after/, captions.csv)")
     if args.no_eval:
         return 0
     from ..masks import add_change_masks
@@ -90,6 +97,14 @@ def _demo(args) -> int:
                       "--name", "nearest-neighbour baseline"])
     if code:
         return code
+    from ..demo.examples import write_scoring_files
+
+    test = ds["test"].select_columns(["pair_id", "captions", "category"])
+    labels = test.features["category"]
+    coco, rcc = write_scoring_files(out, raw, preds, {r["pair_id"]: (r["captions"], labels.int2str(r["category"])) for r in test},
+                                    labels.names)
+    print(f"the baseline's predictions and the test references as coco-caption files: {coco}; as "
+          f"RobustChangeCaptioning's: {rcc}")
     runs = [out / "eval"]
     if args.with_model:
         code = _with_models(args, out)
