@@ -26,6 +26,7 @@ import numpy as np
 
 from idc_toolkit import checks
 from idc_toolkit.errors import EvaluationError
+from idc_toolkit.escape import csv_text_read
 from idc_toolkit.options import option
 
 KINDS = ("stated", "supported", "no_change", "inverse")
@@ -74,7 +75,7 @@ def read_judged(folder: Path) -> Judged:
     per_pair = folder / "per_pair.csv"
     if per_pair.is_file():
         with per_pair.open(encoding="utf-8", newline="") as fh:
-            categories = {row["pair_id"]: row.get("category") or "" for row in csv.DictReader(fh)}
+            categories = {csv_text_read(row["pair_id"]): csv_text_read(row.get("category") or "") for row in csv.DictReader(fh)}
     groups = {"overall": metrics.get("overall", {}), **metrics.get("by_category", {})}
     scores = {g: {c: v.get(c) for c in COLUMNS if c in v} for g, v in groups.items()}
     name = (meta.get("arguments") or {}).get("name") or Path(str(meta.get("predictions") or folder.name)).name

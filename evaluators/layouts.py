@@ -123,6 +123,7 @@ def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label:
     """Every group, every metric x100, with the protocol on every row (a pasted row keeps it)."""
     import io
 
+    from idc_toolkit.escape import csv_text
     from idc_toolkit.runs.folder import write_text_atomic
 
     metrics = list(result.metrics)
@@ -130,7 +131,7 @@ def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label:
     w = csv.writer(buf)
     w.writerow(["group", "name", "n", *metrics, "protocol", "comparable_with_rcc"])
     for g, scores in result.groups.items():
-        w.writerow([g, names.get(g, g), scores.n,
+        w.writerow([csv_text(g), csv_text(names.get(g, g)), scores.n,
                     *["" if scores.scores.get(m) is None else f"{100 * scores.scores[m]:.4f}" for m in metrics],
                     label.protocol, "yes" if label.comparable_with_rcc else "no"])
     write_text_atomic(path, buf.getvalue())

@@ -35,6 +35,9 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
         raise EvaluationError("give the groups once: categories= (coco files) or groups=")
     if a.dataset is not None:
         dataset = input_folder(a.dataset, EvaluationError)  # a store's dataset: its local copy
+        from idc_toolkit.runs.rows import check_built
+
+        check_built(dataset)
         if a.categories:
             raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
         extra = [a.differences_column] if getattr(a, "differences_column", None) else []  # the judge's, where asked
@@ -121,6 +124,9 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
         from idc_toolkit.urls import mask_url
 
         arguments["judge_endpoint"] = mask_url(a.judge_endpoint)
+    from idc_toolkit.options import masked
+
+    arguments = masked(arguments)
     proto = get_protocol(a.protocol, a.drop_last_batch)
     if proto.own_groups and (a.groups or a.group_by or a.iou_file or a.iou_column):
         raise EvaluationError(f"--protocol {proto.name} forms its own {proto.own_groups} and would drop --groups / "

@@ -47,10 +47,24 @@ def split_fingerprints_of(card: dict[str, Any]) -> Optional[dict[str, str]]:
 
 def read_card_data(folder: Path | str) -> dict[str, Any]:
     """The YAML of a local dataset folder's card (empty when it has none)."""
+    import yaml
+
+    from .errors import IDCError
+
     path = Path(folder) / "README.md"
     if not path.is_file():
         return {}
-    return card_data(path.read_text(encoding="utf-8"))
+    try:
+        return card_data(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        front = path.read_bytes().startswith(b"---")  # the YAML starts on the line after its opening ---
+        where = f", line {mark.line + 1 + front}" if mark is not None else ""
+        cause = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise IDCError(f"{path}{where}: the card's YAML cannot be read ({cause}); only plain YAML is read, "
+                       "no tags that build Python objects") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise IDCError(f"{path}: the card cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
 
 
 def card_data(text: str) -> dict[str, Any]:

@@ -369,7 +369,6 @@ def test_compare_prints_no_negative_zero(demo_dataset, tmp_path, capsys):
 
 
 @pytest.mark.java
-@pytest.mark.xfail(strict=True, reason="needs metrics/bootstrap.py's p-value as (k+1)/(n+1) (the lead's file)")
 def test_compare_p_value_is_never_zero(demo_dataset, tmp_path):
     from idc_toolkit.evaluators.compare import compare_systems
     from idc_toolkit.evaluators.predictions import load_references_dataset

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from typing import Callable
@@ -137,7 +138,13 @@ def missing_extra(exc: ModuleNotFoundError) -> str:
 def run(prog: str, work: Callable[[], int]) -> int:
     """Run ``work`` with the toolkit's error contract (see the module docstring)."""
     try:
-        return work() or 0
+        code = work() or 0
+        sys.stdout.flush()  # inside the try: a closed pipe (`| head`) surfaces here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # Python's documented way: stdout pointed at devnull, so the exit-time flush finds no pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except IDCError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1

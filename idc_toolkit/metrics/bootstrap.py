@@ -101,7 +101,9 @@ def paired_group_test(runs_a: "list[PairCache]", runs_b: "list[PairCache]", idx:
         d = d[~np.isnan(d)]  # resamples where a judge column is undefined for either system
         if not d.size:
             continue
-        p = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
+        # (k + 1) / (N + 1): the observed split counts as one of the resamples, so p is never 0
+        k = min(int(np.sum(d <= 0)), int(np.sum(d >= 0)))
+        p = min(1.0, 2 * (k + 1) / (d.size + 1))
         out[metric] = {
             "a": float(full_a[metric][0]),
             "b": float(full_b[metric][0]),

@@ -112,27 +112,12 @@ def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple
 
 
 def check_card(dataset: Path | str) -> None:
-    """A local dataset's card, read as plain YAML (``yaml.safe_load``): a card whose YAML does not
-    parse, or holds a tag that would build a Python object (``!!python/object``), is refused in one
-    line naming its file and line, before anything reads it."""
-    import yaml
-
+    """A local dataset's card, read before anything else (:func:`~idc_toolkit.card_data.read_card_data`
+    refuses YAML that does not parse or holds a tag that would build a Python object, in one line
+    naming its file and line)."""
     from ..card_data import read_card_data
 
-    path = Path(dataset) / "README.md"
-    if not path.is_file():
-        return
-    try:
-        read_card_data(dataset)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        front = path.read_bytes().startswith(b"---")  # the YAML starts on the line after its opening ---
-        where = f", line {mark.line + 1 + front}" if mark is not None else ""
-        cause = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise IDCError(f"{path}{where}: the card's YAML cannot be read ({cause}); only plain YAML is read, "
-                       "no tags that build Python objects") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise IDCError(f"{path}: the card cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    read_card_data(dataset)
 
 
 def unique_names(evaluations: list[Evaluation]) -> list[Evaluation]:
