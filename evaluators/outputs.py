@@ -293,6 +293,10 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
     table = (f"Protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
              + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
+    if meta.get("judge_answers"):
+        from idc_toolkit.metrics.judge import answers_line
+
+        note += answers_line(meta["judge_answers"]) + "\n"
     write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
     plot_by_category(out_dir / "by_category.png", result, label.caveat)

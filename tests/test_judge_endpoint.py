@@ -272,6 +272,11 @@ def test_unanswered_questions_are_counted_fail_the_run_over_the_threshold_and_a_
     # unanswered questions take no part: p1's claim unparsed leaves its precision undefined, not 0
     assert m["by_category"]["color"]["Judge_precision"] is None and m["by_category"]["add"]["Judge_recall"] is None
     assert "no answer: 1 supported question(s) unparsed" in (out / "per_pair.csv").read_text()
+    line = "judge: 6 questions asked, 3 answered, 1 unparsed, 2 failed (50.0% without an answer)"
+    assert line in (out / "metrics.md").read_text()  # beside the judged table, and on the viewer's
+    from idc_toolkit.viewer.sources import read_evaluation
+
+    assert read_evaluation(out).table()["judge_answers"] == line
     state["down"] = False
     before = len(server.log)
     m = evaluate_predictions(str(tmp_path / "preds.json"), **{**args, "overwrite": True, "judge_max_unanswered": 0.7})

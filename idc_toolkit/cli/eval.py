@@ -104,6 +104,10 @@ def run_score(args) -> dict:
     protocol = ev.metrics["meta"]["protocol"]
     print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
     print(markdown_table(ev.result))
+    if ev.metrics["meta"].get("judge_answers"):
+        from ..metrics.judge import answers_line
+
+        print(answers_line(ev.metrics["meta"]["judge_answers"]))
     print(f"(scores x100; written to {shown_uri(str(args.out))})")
     return ev.metrics
 

@@ -83,6 +83,13 @@ def answer_counts(records: Sequence[dict]) -> dict:
     return {"overall": {**total, "failure_rate": round(rate, 6)}, "by_question": {k: v for k, v in by.items() if v["asked"]}}
 
 
+def answers_line(counts: dict) -> str:
+    """What a judged table rests on, in a line (printed and written beside every judged table)."""
+    t = counts["overall"]
+    return (f"judge: {t['asked']:,} questions asked, {t['answered']:,} answered, {t['unparsed']:,} unparsed, "
+            f"{t['failed']:,} failed ({100 * t['failure_rate']:.1f}% without an answer)")
+
+
 def pair_note(record: dict) -> str:
     """What the judge said of one pair, in a line (``per_pair.csv``'s ``judgement``, the viewer's pair card)."""
     parts = []

@@ -59,9 +59,14 @@ class Evaluation:
         if self.metrics.get("change_only"):
             rows["change_only"] = self.metrics["change_only"]
         rows.update(self.metrics.get("by_category") or {})
+        answers = (self.metrics.get("meta") or {}).get("judge_answers")
+        if answers:
+            from ..metrics.judge import answers_line
+
+            answers = answers_line(answers)
         return {"name": self.name, "split": self.split, "protocol": self.protocol,
                 "comparable_with_rcc": self.comparable_with_rcc, "rows": rows, "ci": self.metrics.get("ci") or {},
-                "metrics": [m for m in self.score_names]}
+                "metrics": [m for m in self.score_names], "judge_answers": answers or ""}
 
 
 def read_evaluation(folder: Path | str) -> Evaluation:

@@ -58,6 +58,7 @@
       var table = el("table");
       var cap = el("caption", sys.name + (sys.split ? " [" + sys.split + "]" : "") + " (protocol " + sys.protocol + ")");
       if (!sys.comparable_with_rcc) cap.appendChild(el("span", " not comparable with rcc", "caveat"));
+      if (sys.judge_answers) cap.appendChild(el("div", sys.judge_answers, "caveat"));
       table.appendChild(cap);
       var head = el("tr");
       ["group", "n"].concat(metrics).forEach(function (m) { head.appendChild(el("th", m)); });
