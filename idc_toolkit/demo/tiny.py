@@ -90,18 +90,15 @@ def save_lora_adapter(model, folder: Path | str, targets: list[str], r: int = 8,
                       base_name: str = "Salesforce/blip2-opt-2.7b", seed: int = 0) -> Path:
     """A LoRA adapter with non-zero B matrices (so it changes the model), in today's peft
     format or in the peft 0.5 format BLIP2IDC released (``adapter_model.bin``)."""
-    import warnings
-
     import torch
-    from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+    from peft import LoraConfig, get_peft_model_state_dict
+
+    from ..models.adapters import wrap_lora
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, bias="none", target_modules=targets)
-    with warnings.catch_warnings():
-        # peft's PeftModel reads transformers' deprecated is_gradient_checkpointing: a notice for peft, not our users
-        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
-        peft_model = get_peft_model(model, config)
+    peft_model = wrap_lora(model, config)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in peft_model.named_parameters():

@@ -24,6 +24,16 @@ from idc_toolkit.stores import first_line
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$")
 
 
+def wrap_lora(model: Any, config: Any) -> Any:
+    """``peft.get_peft_model(model, config)`` without peft's notice about transformers' deprecated
+    ``is_gradient_checkpointing`` (peft reads it; nothing our users can act on)."""
+    from peft import get_peft_model
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        return get_peft_model(model, config)
+
+
 def resolve_adapter(adapter: str, revision: Optional[str] = None) -> str:
     """A local adapter folder for ``adapter``: the folder itself, or a Hub model repo's adapter
     files (``adapter_config.json``, ``adapter_model.*``) at ``revision``, downloaded once into

@@ -85,7 +85,7 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     """Parameter counts and the memory estimate of ``settings`` on ``device`` (see module docstring)."""
     import torch
     import transformers
-    from peft import get_peft_model
+    from ..models.adapters import wrap_lora
     from transformers import AutoConfig
 
     from ..devices import resolve_dtype
@@ -96,7 +96,7 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     with torch.device("meta"):
         model = model_class(config)
     recipe = recipe_cls(settings, facts)
-    net = get_peft_model(model, recipe.lora_config(model))
+    net = wrap_lora(model, recipe.lora_config(model))
     parameters: dict[str, int] = {g: 0 for g in (*GROUPS, "other")}
     trainable: dict[str, int] = {g: 0 for g in parameters}
     for name, p in net.named_parameters():
@@ -168,7 +168,7 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     hidden state that nothing saved (attention maps a recipe captures: alive until its encoder
     returns). Parameters and buffers are not counted: they are the weights."""
     import torch
-    from peft import get_peft_model
+    from ..models.adapters import wrap_lora
     from transformers.initialization import no_init_weights
 
     from ..models.recipe import caption_loss_sum
@@ -185,7 +185,7 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
         torch.set_default_dtype(previous)
     recipe = recipe_cls(settings, facts)
     recipe.prepare(model)
-    net = get_peft_model(model, recipe.lora_config(model))
+    net = wrap_lora(model, recipe.lora_config(model))
     net.train()
     if checkpointing:
         # the name newer transformers use, else the older one

@@ -241,7 +241,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
             return TrainResult(out, out / "adapter", _read_json(out / EPOCHS_FILE, []), already_done=True, settings=settings)
 
         import torch
-        from peft import get_peft_model
+        from ..models.adapters import wrap_lora
 
         from .callbacks import AttentionPictures, EpochValidation, StepLog
 
@@ -252,7 +252,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
             quiet_model_loading()
         recipe = recipe_cls(settings, facts)
         base = recipe.load(load_dtype(settings.dtype, device))
-        net = get_peft_model(base, recipe.lora_config(base))
+        net = wrap_lora(base, recipe.lora_config(base))
         if settings.gradient_checkpointing:
             net.enable_input_require_grads()
         last = last_complete_checkpoint(out / "checkpoints")
