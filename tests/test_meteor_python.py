@@ -1,0 +1,113 @@
+"""METEOR's statistics in Python (``metrics.meteor_align``) equal the jar's, every field of every
+segment: real captions and published predictions, the demo's captions, generated hard segments;
+and the comparison finds a difference when one of the jar's rules is broken on purpose."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from idc_toolkit.metrics import meteor_align, meteor_resources, meteor_stats
+from idc_toolkit.metrics.meteor import MeteorProcess
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import meteor_python as bench  # the segment sets, shared with the benchmark
+
+pytestmark = pytest.mark.java
+
+
+@pytest.fixture(scope="module")
+def jvm():
+    with MeteorProcess(timeout=900) as process:  # the whole paraphrase table, as pycocoevalcap loads it
+        yield process
+
+
+def differences(jvm, hyps, refs, expected=None) -> list:
+    theirs = expected if expected is not None else jvm.statistics(hyps, refs)
+    ours = meteor_align.statistics(hyps, refs)
+    assert len(ours) == len(theirs) == len(hyps)
+    return [(h, r, a, b) for h, r, a, b in zip(hyps, refs, ours, theirs) if a != b]
+
+
+def test_real_captions_and_published_predictions(jvm, shared):
+    sets = bench.real_segments(shared, per_source=1500)
+    assert {"ddla predictions", "spot-the-diff", "dubai-cc"} <= set(sets)
+    counted = 0
+    for name, (hyps, refs) in sets.items():
+        assert differences(jvm, hyps, refs) == [], name
+        counted += len(hyps)
+    assert counted > 8000
+
+
+def test_demo_captions(jvm):
+    hyps, refs = bench.demo_segments(2500)
+    assert differences(jvm, hyps, refs) == []
+
+
+def test_generated_hard_segments(jvm):
+    hyps, refs = bench.hard_segments(10_000, seed=3)
+    stats = jvm.statistics(hyps, refs)
+    # the set exercises every stage, function words on both sides and multi-word paraphrases
+    rows = [[float(x) for x in line.split()] for line in stats]
+    for column in range(4, 20):
+        assert sum(row[column] for row in rows) > 0, column
+    assert sum(row[20] > 3 for row in rows) > 500
+    assert differences(jvm, hyps, refs, stats) == []
+
+
+def test_one_segment_and_a_batch_agree(jvm):
+    hyps, refs = bench.hard_segments(200, seed=11)
+    batch = meteor_align.statistics(hyps, refs)
+    assert [meteor_align.segment_statistics(h, r) for h, r in zip(hyps, refs)] == batch == jvm.statistics(hyps, refs)
+    # a reference holding "|||" is two references to the jar, and here
+    assert meteor_align.segment_statistics("a red car", ["a car ||| the red car"]) == jvm.statistics(
+        ["a red car"], [["a car ||| the red car"]])[0]
+    with pytest.raises(ValueError, match="line break"):
+        meteor_align.statistics(["a car\nmoved"], [["a car"]])
+
+
+def test_exact_for_names_the_text_python_lower_cases_as_java():
+    assert meteor_align.exact_for("The Café moved.", ["a car", "\u041f\u0440\u0438\u0432\u0435\u0442"])
+    assert not meteor_align.exact_for("\u039f\u0394\u039f\u03a3", ["a car"])  # capital sigma: Java's own final-form rule
+    assert not meteor_align.exact_for("a car", ["\u2c2f"])  # cased in Unicode 14, not in Java 17's 13
+
+
+@pytest.fixture(scope="module")
+def probe(jvm):
+    """Generated segments and the jar's statistics for them, for the broken rules below."""
+    hyps, refs = bench.hard_segments(1000, seed=5)
+    return hyps, refs, jvm.statistics(hyps, refs)
+
+
+def broken(monkeypatch):
+    """Each rule below is computed afresh: the word and text caches start empty."""
+    monkeypatch.setattr(meteor_align, "_WORDS", {})
+    monkeypatch.setattr(meteor_align, "_TEXTS", {})
+
+
+def test_the_comparison_catches_a_narrower_beam(jvm, probe):
+    hyps, refs, stats = probe
+    assert differences(jvm, hyps, refs, stats) == []
+    ours = meteor_align.statistics(hyps, refs, beam=1)
+    assert sum(a != b for a, b in zip(ours, stats)) >= 1
+
+
+@pytest.mark.parametrize("rule", ["stage weights", "no distance", "strings not hashes", "first reference", "no prefixes"])
+def test_the_comparison_catches_a_broken_rule(jvm, probe, monkeypatch, rule):
+    hyps, refs, stats = probe
+    broken(monkeypatch)
+    if rule == "stage weights":  # every stage weighted 1 in the search, as the exact stage
+        monkeypatch.setattr(meteor_align, "HALF_STAGES", (False,) * 4)
+    elif rule == "no distance":  # the comparator's last criterion dropped
+        step = meteor_align._step
+        monkeypatch.setattr(meteor_align, "_step", lambda m: step(m)[:6] + (0,) + step(m)[7:])
+    elif rule == "strings not hashes":  # words compared as strings, where the jar compares String.hashCode
+        monkeypatch.setattr(meteor_align, "java_hash", lambda text: hash(text))
+    elif rule == "first reference":  # no best reference picked: every score equal
+        monkeypatch.setattr(meteor_stats, "meteor_score", lambda rows: 0.0 * rows[:, 0])
+    elif rule == "no prefixes":  # the normalizer's nonbreaking prefixes forgotten
+        monkeypatch.setattr(meteor_resources, "nonbreaking_prefixes", lambda: {})
+    found = differences(jvm, hyps, refs, stats)
+    assert len(found) >= 1, rule
