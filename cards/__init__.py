@@ -155,26 +155,42 @@ def render_build_body(builder: "PairBuilder", features: "Features", summaries: d
     )
 
 
+def task_use(task_categories: list[str], task_ids: list[str]) -> str:
+    """What a dataset is for, as ``croissant.json``'s ``rai:dataUseCases`` says it."""
+    return ("Image difference captioning (change captioning): training and evaluating models that describe what "
+            f"changed between the before and the after image (the card's tasks: {', '.join(task_categories)} / "
+            f"{', '.join(task_ids)}).")
+
+
 def write_build_card(folder: Path, builder: "PairBuilder", features: "Features", summaries: dict[str, "SplitSummary"],
                      report: "BuildReport", run_record: dict[str, Any]) -> Path:
-    """README.md of a build: YAML through the ecosystem's objects, the template as body."""
+    """README.md of a build: YAML through the ecosystem's objects, the template as body; and
+    ``croissant.json`` beside it (:mod:`.croissant`)."""
+    from .croissant import build_meta, write_croissant
+
     kept = {k: v for k, v in summaries.items() if v.num_examples}
+    tags = ["image-difference-captioning", "change-captioning", "idc-toolkit"]
     data = dataset_card_data(
         pretty_name=builder.card.pretty_name, license=builder.card.license, features=features, summaries=kept,
         task_categories=list(builder.card.task_categories), task_ids=list(builder.card.task_ids),
-        source_datasets=list(builder.card.source_datasets), tags=["image-difference-captioning", "change-captioning", "idc-toolkit"],
+        source_datasets=list(builder.card.source_datasets), tags=tags,
         facts=builder.facts(), run_record=run_record)
-    return save_card(folder, data, render_build_body(builder, features, kept, report))
+    path = save_card(folder, data, render_build_body(builder, features, kept, report))
+    use = task_use(list(builder.card.task_categories), list(builder.card.task_ids))
+    write_croissant(folder, features, kept, build_meta(builder, report, {**CORE_DOCS, **builder.extra_docs}, tags, use))
+    return path
 
 
 def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: str, features: "Features",
                     summaries: dict[str, "SplitSummary"], section: str, run_record: dict[str, Any],
-                    step: str, new_facts: Optional[dict[str, Any]] = None) -> Path:
+                    step: str, new_facts: Optional[dict[str, Any]] = None, new_columns: tuple[str, ...] = ()) -> Path:
     """README.md of a column pass: the source's card with the new features, sizes and run
     record in its YAML and the pass documented as a section of the body (a rerun replaces
     its own section). The facts are the source's, with ``step`` appended to ``derived_by``
-    and ``new_facts`` set."""
+    and ``new_facts`` set. ``croissant.json`` beside it: the source's, with the new columns'
+    fields, the new shards and the pass in its RAI fields (``new_columns``: the columns it computes)."""
     from ..facts import DatasetFacts
+    from .croissant import derived_meta, read_croissant, write_croissant
 
     base: dict[str, Any] = {}
     body = f"# {Path(str(source_name)).name}\n"
@@ -194,7 +210,18 @@ def write_pass_card(folder: Path, source_folder: Optional[Path], source_name: st
     marker = section.splitlines()[0]
     if marker in body:
         body = body[: body.index(marker)].rstrip() + "\n"
-    return save_card(folder, data, f"{body.rstrip()}\n\n{section.strip()}\n")
+    path = save_card(folder, data, f"{body.rstrip()}\n\n{section.strip()}\n")
+    title = marker.lstrip("# ").strip()
+    columns = ", ".join(f"`{c}`" for c in new_columns)
+    source = read_croissant(source_folder) if source_folder is not None else None
+    meta = derived_meta(
+        source, name=data.pretty_name, license=data.license, step=title,
+        step_text=f"adds {columns or 'no column'}; how, and with which parameters: the card's section of that name.",
+        column_docs={c: f"computed by the pass \"{title}\" (see the card's section)" for c in new_columns},
+        keywords=data.tags, machine_tools=[f"{title}: {columns}"] if new_columns else [],
+        rai={} if source else {"dataUseCases": [task_use(data.task_categories, data.task_ids)]})
+    write_croissant(folder, features, summaries, meta)
+    return path
 
 
 def pass_section(title: str, lines: list[str], params: Optional[dict[str, Any]] = None) -> str:

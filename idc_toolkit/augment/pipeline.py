@@ -31,6 +31,7 @@ from typing import Any, Optional
 from datasets import ClassLabel, Value
 
 from .. import __version__
+from ..cards.croissant import CROISSANT_FILE
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..checks import positive_int
@@ -47,6 +48,15 @@ EXTRA = {
     "source_pair_id": Value("string"),
     "edit_index": Value("int32"),
     "clip_directional_similarity": Value("float32"),
+}
+#: what the EXTRA columns hold (croissant.json's field descriptions)
+EXTRA_DOCS = {
+    "seed": "the seed that reproduces this edit (from --seed, the source pair id and the edit index)",
+    "editor": "the InstructPix2Pix model that made `after`",
+    "paraphraser": "the chat model that wrote the paraphrased references",
+    "source_pair_id": "the pair_id of the source row",
+    "edit_index": "which of the source row's edits this is",
+    "clip_directional_similarity": "CLIP directional similarity of the edit to the instruction (null without --clip-model)",
 }
 REPORT_FILE = "augment_report.json"
 
@@ -188,7 +198,8 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
               "editor_sha256": path_content(models.editor), "paraphraser_sha256": path_content(models.paraphraser),
               "clip_checkpoint_sha256": path_content(models.clip_checkpoint), "clip_config": path_content(models.clip_config),
               "toolkit": __version__, **({"limit": limit} if limit is not None else {})}  # runs without one keep their fingerprint
-    folder = RunFolder(out, "augment", fields, owned=("data", "README.md", REPORT_FILE), progress=progress).open(overwrite)
+    folder = RunFolder(out, "augment", fields, owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE),
+                       progress=progress).open(overwrite)
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
     task = AugmentTask(models, cfg, column, features, categories is not None, progress)
@@ -203,12 +214,80 @@ def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: Augme
             totals = summary.stats
             (final / REPORT_FILE).write_text(json.dumps({"parameters": params, **totals}, indent=2) + "\n")
             _write_card(final, source, features, out_split, summary, cfg, models, params, folder.record())
+            _write_croissant(final, source, features, out_split, summary, cfg, models, column)
 
         folder.finalise(stage)
         totals = json.loads((out / REPORT_FILE).read_text())
         report.update({k: v for k, v in totals.items() if k not in ("shortfalls", "parameters")},
                       shortfall_rows=len(totals.get("shortfalls", {})))
     return report
+
+
+TAGS = ["image-difference-captioning", "synthetic", "idc-toolkit"]
+
+
+def _pretty_name(source: str, cfg: AugmentConfig) -> str:
+    return f"{'Paraphrased references' if cfg.paraphrase_only else 'Syned-style augmentation'} of {Path(str(source)).name}"
+
+
+def _write_croissant(final: Path, source: str, features, split: str, summary, cfg: AugmentConfig, models: Models,
+                     column: str) -> None:
+    """``croissant.json``: the source's (where it has one), with this dataset's files, fields and
+    the recipe in its RAI fields."""
+    from ..cards import CORE_DOCS, citations, task_use
+    from ..cards.croissant import UNKNOWN, derived_meta, read_croissant, write_croissant
+
+    def shown(model: Optional[str]) -> str:  # a local folder by its name: the card's JSON never holds the user's paths
+        return Path(model).name if model and Path(model).exists() else str(model)
+
+    totals = summary.stats
+    pretty_name = _pretty_name(source, cfg)
+    shortfalls = len(totals.get("shortfalls", {}))
+    source_croissant = read_croissant(source) if Path(str(source)).is_dir() else None
+    paraphrases = (f"{cfg.paraphrases} paraphrases of each instruction by the chat model `{shown(models.paraphraser)}`, "
+                   "cleaned (quotes, numbering, preambles, empties, duplicates, copies of the instruction and "
+                   "out-of-range lengths removed)")
+    missing = (f"{shortfalls} of {totals.get('rows', 0)} source rows got fewer paraphrases than asked (or had no "
+               f"instruction); every one is in {REPORT_FILE}.")
+    if cfg.paraphrase_only:
+        step = "idc-augment --paraphrase-only"
+        text = f"the source's `{split}` pairs unchanged; references = each pair's instruction + {paraphrases}."
+        tools = [f"{shown(models.paraphraser)} (paraphrased references)"]
+        rai: dict[str, Any] = {
+            "dataCollectionMissingData": missing,
+            "dataManipulationProtocol": ("The source's rows unchanged (its images' bytes as they were), but for the "
+                                         "references, replaced by the instruction and its paraphrases.")}
+    else:
+        step = "idc-augment"
+        text = (f"for each source row of `{split}`, {cfg.edits_per_image} InstructPix2Pix edits of the before image "
+                f"with the row's instruction (editor `{shown(models.editor)}`, {cfg.steps} steps, guidance "
+                f"{cfg.guidance_scale}, image guidance {cfg.image_guidance_scale}, long side <= {cfg.resolution}); "
+                f"references = the instruction + {paraphrases}; `category` = the source's.")
+        tools = [f"{shown(models.editor)} (the edited `after` images)", f"{shown(models.paraphraser)} (paraphrased references)",
+                 *([f"{shown(models.clip_model)} (CLIP directional filter, threshold {cfg.clip_filter})"] if models.clip_model else [])]
+        rai = {"dataCollection": f"Synthetic pairs made by idc-augment from {Path(str(source)).name}: {text}",
+               "dataCollectionMissingData": (f"{missing} {totals.get('rejected_by_clip', 0)} edits rejected by the CLIP "
+                                             "directional filter."),
+               "dataManipulationProtocol": (f"`before`: the source's before image as the editor saw it (long side <= "
+                                            f"{cfg.resolution}), saved as PNG; `after`: the editor's output, saved as "
+                                            "PNG; the source's references replaced by the instruction and its "
+                                            "paraphrases."),
+               "dataUseCases": ["Training image difference captioning models on synthetic edit pairs (the Syned "
+                                "recipe of BLIP2IDC, Evennou et al., WACV 2025)."]}
+    rai["dataAnnotationProtocol"] = [f"References: each pair's instruction (the source's `{column}`) + {paraphrases}."]
+    rai["annotatorDemographics"] = [f"The paraphrases are machine-written; the writers of the source's instructions: {UNKNOWN}."]
+    if source_croissant is None:
+        rai.setdefault("dataUseCases", [task_use(["image-to-text"], ["image-captioning"])])
+    meta = derived_meta(source_croissant, name=pretty_name, license="other", step=step, step_text=text,
+                        description=f"{pretty_name}: written by {step} (idc-toolkit); {text}",
+                        column_docs={**CORE_DOCS, **EXTRA_DOCS}, keywords=TAGS, machine_tools=tools, rai=rai,
+                        same_rows=False)
+    source_licence = meta.license
+    meta.license = "other"
+    meta.cite_as = "\n\n".join(c for c in (meta.cite_as, citations.SYNED) if c)  # the source, and the recipe
+    meta.license_note = (f"The licence follows the source dataset ({source_licence}) and the terms of the models "
+                         "used (rai:machineAnnotationTools).")
+    write_croissant(final, features, {split: summary} if summary.num_examples else {}, meta)
 
 
 def _write_card(final: Path, source: str, features, split: str, summary, cfg: AugmentConfig, models: Models,
@@ -222,10 +301,9 @@ def _write_card(final: Path, source: str, features, split: str, summary, cfg: Au
         "augment", pair_style=source_facts.pair_style if cfg.paraphrase_only else "edit",
         categories=source_facts.categories or (tuple(features[CATEGORY].names) if CATEGORY in features else None))
     data = dataset_card_data(
-        pretty_name=f"{'Paraphrased references' if cfg.paraphrase_only else 'Syned-style augmentation'} of "
-                    f"{Path(str(source)).name}", license="other", features=features,
+        pretty_name=_pretty_name(source, cfg), license="other", features=features,
         summaries={split: summary} if summary.num_examples else {}, task_categories=["image-to-text"],
-        task_ids=["image-captioning"], source_datasets=[source_label(source, record.get("fields", {}).get("input"))], tags=["image-difference-captioning", "synthetic", "idc-toolkit"],
+        task_ids=["image-captioning"], source_datasets=[source_label(source, record.get("fields", {}).get("input"))], tags=TAGS,
         facts=facts, run_record=record)
     if cfg.paraphrase_only:
         body = f"""# Paraphrased references of {Path(str(source)).name}

@@ -4,6 +4,7 @@ Output layout (what ``push_to_hub`` writes, so the folder can be uploaded as is)
 
     OUT/README.md                              dataset card: configs, dataset_info, the run record
     OUT/data/<split>-00000-of-0000N.parquet    shards
+    OUT/croissant.json                         Croissant metadata with the Responsible-AI fields
     OUT/build_report.json                      counts, every skipped/repaired record
 
 The run engine (:mod:`idc_toolkit.runs`) owns the folder. A build's fingerprint covers the
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import __version__
+from ..cards.croissant import CROISSANT_FILE
 from ..errors import BadImageError, BuildError
 from ..stores import output_folder
 from ..runs import RunFolder, assemble, listing_fingerprint, run_job
@@ -209,7 +211,8 @@ def build_dataset(
     validate_features(features)
     fields = {**build_fields(builder), "verify_images": verify_images, "rows_per_part": rows_per_part,
               "max_shard_bytes": max_shard_bytes}
-    folder = RunFolder(out_dir, "build", fields, owned=("data", "README.md", REPORT_FILE), progress=progress).open(overwrite)
+    folder = RunFolder(out_dir, "build", fields, owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE),
+                       progress=progress).open(overwrite)
     if folder.complete:
         report = BuildReport.from_dict(_read_report(out_dir))
         if strict:

@@ -27,7 +27,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="dataset builder (see --list)")
     p.add_argument("--list", action="store_true", help="list the builders and exit")
     p.add_argument("--raw", help="folder of the raw release")
-    p.add_argument("--out", help="output folder (parquet shards, README.md card, build_report.json)" + common.STORE_OUT)
+    p.add_argument("--out", help="output folder (parquet shards, README.md card, croissant.json, build_report.json)" + common.STORE_OUT)
     p.add_argument("--strict", action="store_true", help="fail on the first skipped or repaired record")
     p.add_argument("--overwrite", action="store_true", help="replace an output folder that holds another build")
     p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="split the data as push_to_hub does: int(Arrow bytes / this) + 1 shards of even rows (500MB = 500*10**6 bytes)")

@@ -118,7 +118,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, *, s
     out_features = add_columns(features, spec.new_features)
     fields = {"input": fingerprints, **spec.params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
               "toolkit": __version__}
-    owned = ("data", "README.md", "build_report.json", *spec.extra_files)
+    owned = ("data", "README.md", "croissant.json", "build_report.json", *spec.extra_files)
     folder = RunFolder(out, spec.kind, fields, owned=owned, progress=progress).open(overwrite)
     if folder.complete:
         return PassResult(out, 0, 0, complete=True, already_done=True)
@@ -135,7 +135,7 @@ def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, *, s
             if (local / "build_report.json").is_file():
                 (final / "build_report.json").write_bytes((local / "build_report.json").read_bytes())
             write_pass_card(final, local if local.is_dir() else None, src, out_features, summaries, spec.card_section,
-                            folder.record(), spec.kind, dict(spec.facts))
+                            folder.record(), spec.kind, dict(spec.facts), tuple(spec.new_features))
 
         folder.finalise(stage)
     barrier()

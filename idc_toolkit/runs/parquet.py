@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .fingerprint import parquet_files_fingerprint
+from .fingerprint import files_sha256, parquet_files_fingerprint
 from .folder import RunFolder
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 10**6  # datasets' push_to_hub default, config.MAX_SHARD_SIZE = "500MB"
@@ -61,6 +61,7 @@ class SplitSummary:
     download_bytes: int = 0  # parquet bytes
     files: list[str] = field(default_factory=list)
     fingerprint: str = ""  # parquet_files_fingerprint of ``files``: names and contents
+    file_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of its content (croissant.json)
     stats: dict[str, Any] = field(default_factory=dict)
     part_stats: list[dict[str, Any]] = field(default_factory=list)
 
@@ -169,7 +170,9 @@ def assemble(folder: RunFolder, splits: list[str], features, final_dir: Path,
             _write_shard(target, [f for f in files if f.start < stop and f.start + f.rows > start], start, stop, features)
             summary.files.append(target.name)
             summary.download_bytes += target.stat().st_size
-        summary.fingerprint = parquet_files_fingerprint([data / name for name in summary.files])
+        paths = [data / name for name in summary.files]
+        summary.fingerprint = parquet_files_fingerprint(paths)
+        summary.file_sha256 = dict(zip(summary.files, files_sha256(paths)))  # the fingerprint's, from the cache
         out[split] = summary
     return out
 
