@@ -8,7 +8,7 @@ captions at 8,000 pairs, eval_speed.py's set), and, where ../shared is beside th
 jar through ``tokenizer._run_tokenizer`` (one JVM, its start included; C1 alone), and
 ``ptb.tokenize_lines`` in this process, alternating, best of ``--repeats``; wall seconds, the
 JVM's CPU seconds, and whether every line's tokens agree. Then references and predictions as the
-scorer tokenizes them (``ptb_tokenize_blocks``, cache off, against ``ptb.tokenize_blocks``).
+scorer tokenizes them (``ptb_tokenize_blocks`` with each scorer, cache off).
 """
 
 from __future__ import annotations
@@ -74,9 +74,16 @@ def main() -> None:
         same = all(j[2] == q[2] for j, q in zip(jar, py))
         print(f"| {name} | {len(lines)} | {best_jar[0]:.2f} ({best_jar[1]:.2f}) | {best_py[0]:.2f} | {same} |")
 
+    from idc_toolkit.metrics.implementation import using
+
     blocks = [[c for k in refs for c in refs[k]], list(hyps.values())]
-    jar = min(timed(lambda: tokenizer.ptb_tokenize_blocks(blocks)) for _ in range(args.repeats))
-    py = min(timed(lambda: ptb.tokenize_blocks(blocks)) for _ in range(args.repeats))
+
+    def scored(scorer):
+        with using(scorer):
+            return tokenizer.ptb_tokenize_blocks(blocks)
+
+    jar = min(timed(lambda: scored("java")) for _ in range(args.repeats))
+    py = min(timed(lambda: scored("python")) for _ in range(args.repeats))
     print(f"| demo, references + predictions as two blocks | {sum(map(len, blocks))} | {jar[0]:.2f} ({jar[1]:.2f}) "
           f"| {py[0]:.2f} | {jar[2] == py[2]} |")
 

@@ -10,6 +10,7 @@ from typing import Optional
 
 from idc_toolkit import checks
 from idc_toolkit.judge.args import JudgeArgs
+from idc_toolkit.metrics.implementation import CHOICES as SCORERS
 from idc_toolkit.options import check_fields, option
 from idc_toolkit.stores import STORE_DATASET, STORE_OUT
 
@@ -17,7 +18,8 @@ from idc_toolkit.stores import STORE_DATASET, STORE_OUT
 def _metrics_help() -> str:
     from idc_toolkit.metrics.registry import METRICS
 
-    return f"subset of {' '.join(METRICS)}, any case or alias (default: all this machine computes)"
+    return (f"subset of {' '.join(METRICS)} MC, any case or alias (default: all this machine computes; MC, multiple-choice "
+            "accuracy, where the dataset's items ask questions: docs/scoring.md)")
 
 
 def _protocol_names() -> list[str]:
@@ -81,6 +83,17 @@ def _spice_jars() -> Optional[str]:
     return option(None, "folder with Stanford CoreNLP 3.6.0 jars (or IDC_SPICE_JARS)")
 
 
+def _scorer() -> Optional[str]:
+    return option(None, "who runs coco-caption's PTB tokenizer and METEOR: the toolkit's Python (no Java needed) or "
+                        "pycocoevalcap's jars (a Java runtime), the same tokens and scores (default: IDC_SCORER, "
+                        "else python)", choices=SCORERS)
+
+
+def _allow_mixed_presentations() -> bool:
+    return option(False, "score together runs whose models were shown the pairs differently (--presentation, as each "
+                         "run's model.json records it); refused otherwise")
+
+
 @dataclass
 class EvalArgs(JudgeArgs, ReferenceArgs):
     """``idc-eval --predictions`` (and the scoring half of ``--model``); the judge's options are
@@ -94,6 +107,7 @@ class EvalArgs(JudgeArgs, ReferenceArgs):
     bootstrap: int = option(0, "95%% bootstrap intervals from N resamples", check=checks.non_negative_int, metavar="N")
     seed: int = _seed()
     spice_jars: Optional[str] = _spice_jars()
+    scorer: Optional[str] = _scorer()
     overwrite: bool = option(False, "replace --out when it holds a run with other settings")
     protocol: str = option("rcc", _protocol_help, choices=_protocol_names)
     drop_last_batch: int = option(0, "with --protocol blip2idc: drop the last partial batch of N, as its drop_last loaders do",
@@ -119,4 +133,6 @@ class CompareArgs(JudgeArgs, ReferenceArgs):
     bootstrap: int = option(1000, "resamples", check=checks.positive_int, metavar="N")
     seed: int = _seed()
     spice_jars: Optional[str] = _spice_jars()
+    scorer: Optional[str] = _scorer()
     overwrite: bool = option(False, "replace an existing compare.json")
+    allow_mixed_presentations: bool = _allow_mixed_presentations()

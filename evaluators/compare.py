@@ -20,9 +20,9 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import output_folder
 
 from .args import CompareArgs
-from .leaderboard import mean_sd, refuse_repeated_files, spread
+from .leaderboard import check_presentations, mean_sd, refuse_repeated_files, spread
 from .predictions import prepare
-from .scoring import Predictions, _predictions, _source, judge_metric, load_references
+from .scoring import Predictions, _predictions, _source, asked_questions, choice_metric, judge_metric, load_references
 
 Side = Union[Predictions, Sequence[Predictions]]
 
@@ -64,6 +64,8 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     out = None if c.out is None else output_folder(c.out, EvaluationError)
     sides = {"a": runs_of(a, "A"), "b": runs_of(b, "B")}
     refuse_repeated_files([*sides["a"], *sides["b"]], "compare: ")
+    stated = check_presentations([*sides["a"], *sides["b"]], c.allow_mixed_presentations, "compare: ")
+    presentations = {"a": stated[:len(sides["a"])], "b": stated[len(sides["a"]):]}
     proto = get_protocol("rcc")
     refs = proto.references(load_references(c))
     preps = {s: [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=c.allow_missing,
@@ -72,12 +74,20 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     every = [p for s in preps.values() for p in s]
     if any(list(p.references) != list(every[0].references) for p in every):
         raise EvaluationError("the runs compared do not all cover the same pairs; a paired test needs the same pairs")
+    # MC_accuracy of each run's answers, where the dataset's items ask questions (and --metrics does not leave it out)
+    choices = {s: [choice_metric(prep.hypotheses, prep, refs, c.metrics) for prep in p] for s, p in preps.items()}
     folder = None
     if out is not None:  # checked before the bootstrap runs
         run = {**{s: (digest(p[0].hypotheses) if len(p) == 1 else [digest(r.hypotheses) for r in p]) for s, p in preps.items()},
                "references": refs.fingerprint, "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed,
                "spice": bool(c.spice_jars), "allow_missing": c.allow_missing,
                "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
+        if any(stated):
+            run["presentation"] = presentations
+        if any(x is not None for xs in choices.values() for x in xs):
+            from idc_toolkit.multiple_choice import fingerprint_fields
+
+            run["multiple_choice"] = fingerprint_fields()
         if c.judge:
             from idc_toolkit.judge.run import judge_fields
 
@@ -91,25 +101,34 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
                                    None, None) for k, prep in enumerate(p)] for s, p in preps.items()}
     # a metric that needs what not every machine has (SPICE's jars) is only run when asked
     families = tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
+    if not any(every[0].references.values()) or (not c.metrics and all(
+            x is not None and asked_questions(src) for s in sides for x, src in zip(choices[s], sides[s]))):
+        families = ()  # no pair has a reference, or every run answers the questions: accuracy alone
     caches: dict[str, list[Any]] = {"a": [], "b": []}
-    with one_jvm_set():  # the runs are scored one after the other: one METEOR JVM serves them all
+    from idc_toolkit.metrics.implementation import using
+
+    with one_jvm_set(), using(c.scorer):  # the runs are scored one after the other: one METEOR JVM serves them all
         try:
             for s, p in preps.items():
-                for prep, judge in zip(p, judges[s]):
+                for prep, judge, choice in zip(p, judges[s], choices[s]):
                     caches[s].append(build_cache(prep.hypotheses, prep.references, families, c.spice_jars,
-                                                 extra=[judge] if judge else []))
+                                                 extra=[m for m in (judge, choice) if m]))
             idx = list(range(len(caches["a"][0].ids)))
             result, alone = paired_group_test(caches["a"], caches["b"], idx, c.bootstrap, c.seed)
         finally:
             for cache in (*caches["a"], *caches["b"]):
                 cache.close()
     reports = iter(alone)  # A's runs, then B's, in the order given
-    runs = {s: [{"source": _source(src), **next(reports)} for src in sources] for s, sources in sides.items()}
+    runs = {s: [{"source": _source(src), **next(reports),
+                 **({"multiple_choice": choice.summary()} if choice is not None else {})}
+                for src, choice in zip(sources, choices[s])] for s, sources in sides.items()}
     groups = {s: {"runs": len(r), "mean": {m: statistics.fmean(x["scores"][m] for x in r) for m in result},
                   "sd": {m: spread([x["scores"][m] for x in r]) for m in result}} for s, r in runs.items()}
     shown = {s: _source(sides[s][0]) if len(sides[s]) == 1 else [_source(x) for x in sides[s]] for s in sides}
     report = {**shown, "n_pairs": len(idx), "resamples": c.bootstrap, "seed": c.seed, "metrics": result,
               "runs": runs, "groups": groups}
+    if any(p for ps in presentations.values() for p in ps):  # how each side's models were shown the pairs, where known
+        report["presentation"] = {s: _one_or_list(ps) for s, ps in presentations.items()}
     if folder is not None:
         from idc_toolkit.runs.folder import write_json_atomic, write_text_atomic
 
@@ -119,6 +138,25 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
         write_text_atomic(Path(out) / "compare.tex", tex)
         folder.finalise(lambda final: None)
     return report
+
+
+def _one_or_list(values: list[Any]) -> Any:
+    return values[0] if len(set(values)) == 1 else values
+
+
+def presentation_line(presentation: dict[str, Any]) -> str:
+    """How each side's models were shown the pairs (``none stated``: predictions without a model run's record)."""
+    def side(value: Any) -> str:
+        return ", ".join(v or "none stated" for v in value) if isinstance(value, list) else value or "none stated"
+
+    return f"Presentation: A {side(presentation['a'])}; B {side(presentation['b'])}."
+
+
+def unparsed_line(report: dict[str, Any]) -> str:
+    """The unparsed answers behind each run's MC_accuracy (empty where no run answered questions)."""
+    counts = [f"{s.upper()}{k} {r['multiple_choice']['unparsed']} of {r['multiple_choice']['items']}"
+              for s in ("a", "b") for k, r in enumerate(report["runs"][s]) if r.get("multiple_choice")]
+    return f"Unparsed answers (counted as not correct in MC_accuracy): {', '.join(counts)}." if counts else ""
 
 
 def signed(value: float, digits: int = 2) -> str:
@@ -145,4 +183,9 @@ def tables(report: dict[str, Any]) -> tuple[str, str]:
     rows.append(["p (A = B)", *(f"{report['metrics'][m]['p_value']:.3f}" for m in metrics)])
     caption = (f"A against B on the same {report['n_pairs']} pairs, x100: each run with its 95% bootstrap interval, "
                f"each side's mean (sd) across runs, and the paired bootstrap p-value ({report['resamples']} resamples).")
+    unparsed = unparsed_line(report)
+    if unparsed:
+        caption += " " + unparsed
+    if report.get("presentation"):
+        caption += " " + presentation_line(report["presentation"])
     return _tables(header, rows, caption, RunLabel(), "compare")

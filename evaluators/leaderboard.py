@@ -18,12 +18,13 @@ import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.options import check_fields, option
 
-from .args import ReferenceArgs, _allow_missing, _metrics, _protocol_help, _protocol_names
+from .args import (ReferenceArgs, _allow_missing, _allow_mixed_presentations, _metrics, _protocol_help, _protocol_names,
+                   _scorer)
 
 
 @dataclass
@@ -35,6 +36,8 @@ class LeaderboardArgs(ReferenceArgs):
     protocol: str = option("rcc", _protocol_help, choices=_protocol_names)
     metrics: Optional[list[str]] = _metrics()
     allow_missing: bool = _allow_missing()
+    scorer: Optional[str] = _scorer()
+    allow_mixed_presentations: bool = _allow_mixed_presentations()
     out: Optional[str] = option(None, "folder for leaderboard.md, .tex, .csv and .json (idc-view --leaderboard shows it)")
 
     def __post_init__(self) -> None:
@@ -58,6 +61,24 @@ def refuse_repeated_files(files: list[Any], what: str = "") -> None:
                 same = "is given twice" if Path(seen[digest]).resolve() == Path(f).resolve() else f"holds what {seen[digest]} holds"
                 raise EvaluationError(f"{what}{f}: {same} (sha256 {digest[:12]}); give each predictions file once")
             seen[digest] = str(f)
+
+
+def check_presentations(runs: list[Any], allow_mixed: bool, what: str = "") -> list[Optional[str]]:
+    """Each run's presentation (how its model was shown the pairs: its ``model.json``; ``None`` for
+    predictions without one, which state none). Runs stating different presentations are refused
+    unless ``allow_mixed``: the presentation is part of what a score measures."""
+    from idc_toolkit.presentation import recorded_presentation
+
+    found = [recorded_presentation(r) for r in runs]
+    stated: dict[str, str] = {}
+    for run, shown in zip(runs, found):
+        if shown is not None:
+            stated.setdefault(shown, "<in memory>" if isinstance(run, Mapping) else str(run))
+    if len(stated) > 1 and not allow_mixed:
+        named = ", ".join(f"{source}: {shown}" for shown, source in stated.items())
+        raise EvaluationError(f"{what}the runs' models were shown the pairs differently (presentation {named}); pass "
+                              "--allow-mixed-presentations to score them together")
+    return found
 
 
 def default_names(files: list[str]) -> list[str]:
@@ -96,14 +117,16 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
     if len(names) != len(files):
         raise EvaluationError(f"--names gives {len(names)} labels for {len(files)} files")
     refuse_repeated_files(files)
+    presentations = dict(zip(files, check_presentations(files, a.allow_mixed_presentations)))
     ref_fields = {k: v for k, v in asdict(a).items() if k in Ref.__dataclass_fields__}
     refs = load_references(Ref(**ref_fields))
     short = paper_columns()
     scored: dict[str, list[dict[str, Any]]] = {}
     for name, path in zip(names, files):
         m = evaluate(path, EvalArgs(**ref_fields, protocol=a.protocol, metrics=a.metrics, allow_missing=a.allow_missing,
-                                    breakdown=False), refs=_copy(refs)).metrics
-        scored.setdefault(name, []).append({"file": path, "sha256": _short_hash(path), "metrics": m})
+                                    breakdown=False, scorer=a.scorer), refs=_copy(refs)).metrics
+        scored.setdefault(name, []).append({"file": path, "sha256": _short_hash(path), "metrics": m,
+                                            "presentation": presentations[path]})
     first = next(iter(scored.values()))[0]["metrics"]
     columns = [c for c in (*short, "S*m") if c in first["overall"]]
     rows = []
@@ -116,7 +139,9 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
         protocol = runs[0]["metrics"]["meta"]["protocol"]
         if not protocol["comparable_with_rcc"]:
             caveats.insert(0, f"protocol {protocol['name']}: not comparable with rcc-protocol numbers")
+        shown = list(dict.fromkeys(r["presentation"] for r in runs if r["presentation"]))
         rows.append({"name": name, "runs": len(runs), "protocol": protocol["name"], "n": runs[0]["metrics"]["overall"]["n"],
+                     "presentation": ", ".join(shown) or None,
                      "mean": {c: statistics.fmean(v) for c, v in values.items()},
                      "sd": {c: spread(v) for c, v in values.items()},
                      "sources": [f"{r['file']} (sha256 {r['sha256']})" for r in runs], "caveats": caveats})
@@ -158,14 +183,21 @@ def tables(out: dict[str, Any]) -> tuple[str, str]:
     """The markdown and LaTeX table: one row per system, the paper columns x100 (sd across runs)."""
     from .layouts import RunLabel, _tables
 
-    header = ["system", "runs", "n", *(out["short"][c] for c in out["columns"]), "protocol"]
-    rows = [[r["name"], str(r["runs"]), str(r["n"]), *(_cell(r, c) for c in out["columns"]), r["protocol"]]
-            for r in out["rows"]]
+    shown = _presentations_shown(out)
+    header = ["system", "runs", "n", *(out["short"][c] for c in out["columns"]), "protocol",
+              *(["presentation"] if shown else [])]
+    rows = [[r["name"], str(r["runs"]), str(r["n"]), *(_cell(r, c) for c in out["columns"]), r["protocol"],
+             *([r.get("presentation") or "none stated"] if shown else [])] for r in out["rows"]]
     caveats = "; ".join(f"{r['name']}: {', '.join(r['caveats'])}" for r in out["rows"] if r["caveats"])
     caption = ("Every system re-scored by idc-toolkit against " + out["references"] + ", x100; (sd) across runs."
                + (f" Caveats: {caveats}." if caveats else ""))
     md, tex = _tables(header, rows, caption, RunLabel(), "leaderboard")
     return md, tex
+
+
+def _presentations_shown(out: dict[str, Any]) -> bool:
+    """Whether any row's runs record a presentation (then the tables have its column)."""
+    return any(r.get("presentation") for r in out["rows"])
 
 
 def to_csv(out: dict[str, Any]) -> str:
@@ -174,9 +206,12 @@ def to_csv(out: dict[str, Any]) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["system", "runs", "n", *out["columns"], *(f"{c} sd" for c in out["columns"]), "protocol", "sources", "caveats"])
+    shown = _presentations_shown(out)
+    w.writerow(["system", "runs", "n", *out["columns"], *(f"{c} sd" for c in out["columns"]), "protocol",
+                *(["presentation"] if shown else []), "sources", "caveats"])
     for r in out["rows"]:
         w.writerow([csv_text(r["name"]), r["runs"], r["n"], *(f"{100 * r['mean'][c]:.4f}" for c in out["columns"]),
                     *("" if r["sd"][c] is None else f"{100 * r['sd'][c]:.4f}" for c in out["columns"]),
-                    csv_text(r["protocol"]), csv_text(" | ".join(r["sources"])), csv_text(" | ".join(r["caveats"]))])
+                    csv_text(r["protocol"]), *([csv_text(r.get("presentation") or "")] if shown else []),
+                    csv_text(" | ".join(r["sources"])), csv_text(" | ".join(r["caveats"]))])
     return buf.getvalue()

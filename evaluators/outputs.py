@@ -54,7 +54,8 @@ def build_meta(result: ScoreResult, references_source: str, fingerprint: str, ex
         "python_version": platform.python_version(),
         "git_hash": _git_hash(),
         "pycocoevalcap_version": _version("pycocoevalcap"),
-        "java_version": java_version(),
+        # where a jar ran (the java scorer, SPICE): the Python scorer starts no JVM
+        "java_version": java_version() if result.scorer == "java" or result.spice_status != "not requested" else "not used",
         "references": references_source,
         "dataset_fingerprint": fingerprint,
         "n_pairs": len(result.ids),
@@ -65,9 +66,11 @@ def build_meta(result: ScoreResult, references_source: str, fingerprint: str, ex
 
 
 def metrics_dict(result: ScoreResult, meta: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    choice = result.cache.metrics.get("MC")  # multiple-choice accuracy: the items and unparsed answers beside it
+
     def entry(name: str) -> dict[str, Any]:
         g = result.groups[name]
-        return {**g.scores, "n": g.n}
+        return {**g.scores, "n": g.n, **(choice.counts(result.group_indices[name]) if choice is not None else {})}
 
     categories = [g for g in result.groups if g not in ("overall", "change_only")]
     out: dict[str, Any] = {"overall": entry("overall"), "by_category": {c: entry(c) for c in categories}}
@@ -80,10 +83,12 @@ def metrics_dict(result: ScoreResult, meta: dict[str, Any], warnings: list[str])
 
 
 def markdown_table(result: ScoreResult) -> str:
-    """The papers' table: every metric x100 (CIDEr too), one row per group."""
+    """The papers' table: every metric x100 (CIDEr too), one row per group; with ``MC_accuracy``,
+    the items asked and the unparsed answers beside it."""
     from idc_toolkit.escape import markdown_table as table
 
     metrics = [m for m in result.metrics]
+    choice = result.cache.metrics.get("MC")
     rows = []
     for name, g in result.groups.items():
         cells = []
@@ -94,8 +99,12 @@ def markdown_table(result: ScoreResult) -> str:
             if ci is not None and v is not None:
                 cell += f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
             cells.append(cell)
+        if choice is not None:
+            c = choice.counts(result.group_indices[name])
+            cells += [c["MC_items"], c["MC_unparsed"]]
         rows.append([name, g.n, *cells])
-    return "\n".join(table(["group", "n", *metrics], rows, ["---", "---:", *["---:"] * len(metrics)]))
+    shown = [*metrics, *(["MC items", "MC unparsed"] if choice is not None else [])]
+    return "\n".join(table(["group", "n", *shown], rows, ["---", "---:", *["---:"] * len(shown)]))
 
 
 def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
@@ -117,11 +126,16 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     w = csv.writer(buf)
     judge = result.cache.metrics.get("JUDGE")
     notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
-    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else [])])
+    choice = result.cache.metrics.get("MC")  # the letter read from each answer, the correct one, the outcome
+    from idc_toolkit.metrics.mc_accuracy import PAIR_COLUMNS
+
+    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else []),
+                *(PAIR_COLUMNS if choice is not None else ())])
     for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
         w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
                     json.dumps(references[pid], ensure_ascii=False), *(_value(result.per_pair[m][k]) for m in metrics),
-                    csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else [])])
+                    csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else []),
+                    *([csv_text(c) for c in choice.pair_cells(k)] if choice is not None else [])])
     write_text_atomic(path, buf.getvalue())
 
 
@@ -291,13 +305,19 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
     write_text_atomic(out_dir / "metrics.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
     table = (f"Protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
-             + "\n\n" + markdown_table(result))
+             + (f"; presentation: {meta['presentation']}" if meta.get("presentation") else "") + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
     if meta.get("judge_answers"):
         from idc_toolkit.metrics.judge import answers_line
 
         note += answers_line(meta["judge_answers"]) + "\n"
+    if meta.get("multiple_choice"):
+        from idc_toolkit.metrics.mc_accuracy import counts_line
+
+        note += counts_line(meta["multiple_choice"]) + "; caption metrics score the pairs with references only\n"
     write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
-    plot_by_category(out_dir / "by_category.png", result, label.caveat)
+    unparsed = meta.get("multiple_choice")  # the chart's accuracy bars say what they rest on too
+    plot_by_category(out_dir / "by_category.png", result, " ".join(t for t in (label.caveat, unparsed and (
+        f"MC_accuracy: {unparsed['unparsed']} of {unparsed['items']} answers unparsed, counted as not correct")) if t))
     return data

@@ -41,7 +41,9 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
         if a.categories:
             raise EvaluationError("categories= goes with references=; on a dataset use groups= or group_by=")
         extra = [a.differences_column] if getattr(a, "differences_column", None) else []  # the judge's, where asked
-        refs = load_references_dataset(dataset, a.split, a.id_column, a.group_by, a.iou_column, extra)
+        from idc_toolkit.multiple_choice import COLUMNS as QUESTION_COLUMNS
+
+        refs = load_references_dataset(dataset, a.split, a.id_column, a.group_by, a.iou_column, extra, QUESTION_COLUMNS)
     else:
         refuse_bad_file(a.references)
         refs = load_references_coco(a.references, a.categories)
@@ -127,6 +129,9 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     from idc_toolkit.options import masked
 
     arguments = masked(arguments)
+    from idc_toolkit.metrics.implementation import describe, resolve
+
+    scorer = resolve(a.scorer)  # python or java: the same numbers; which one scored is recorded
     proto = get_protocol(a.protocol, a.drop_last_batch)
     if proto.own_groups and (a.groups or a.group_by or a.iou_file or a.iou_column):
         raise EvaluationError(f"--protocol {proto.name} forms its own {proto.own_groups} and would drop --groups / "
@@ -142,6 +147,9 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     prep = prepare(preds, refs, allow_missing=a.allow_missing, drop_empty_references=a.drop_empty_references,
                    breakdown=a.breakdown)
     captions = dict(prep.hypotheses)  # the model's own: what the judge and reversibility read, whatever the protocol scores
+    choice = choice_metric(captions, prep, refs, a.metrics)  # MC_accuracy, where items ask questions
+    metrics = caption_metrics(metrics, a.metrics, prep, choice, predictions)
+    arguments["metrics"] = [*resolve_families(metrics), *(["MC"] if choice is not None else [])]
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, a.seed)
     from .layouts import RunLabel, applicable_layouts, group_names as read_group_names
 
@@ -149,14 +157,23 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if out is not None:  # every check that needs no score is made before scoring
         layouts = applicable_layouts(layouts, prep.groups)
         read_group_names(a.group_names)
-    label = RunLabel(a.name, proto.name, proto.comparable_with_rcc)
+    from idc_toolkit.presentation import recorded_presentation
+
+    presentation = recorded_presentation(predictions)  # how the model was shown the pairs (its model.json), if known
+    label = RunLabel(a.name, proto.name, proto.comparable_with_rcc, presentation)
     prep.warnings += proto.notes
     run = {"protocol": proto.name, "drop_last_batch": a.drop_last_batch, "groups": path_content(a.groups),
            "group_by": a.group_by, "iou": path_content(a.iou_file) or a.iou_column, "predictions": digest(prep.hypotheses),
            "references": refs.fingerprint, "metrics": list(metrics or []), "allow_missing": a.allow_missing,
            "drop_empty_references": a.drop_empty_references, "breakdown": a.breakdown, "bootstrap": a.bootstrap,
-           "seed": a.seed, "spice": bool(a.spice_jars), "layouts": sorted(layouts), "group_names": path_content(a.group_names),
-           "name": a.name, "toolkit_version": __version__}
+           "seed": a.seed, "spice": bool(a.spice_jars), "scorer": scorer, "layouts": sorted(layouts),
+           "group_names": path_content(a.group_names),
+           "name": a.name, "toolkit_version": __version__, **({"presentation": presentation} if presentation else {})}
+    if choice is not None:
+        from idc_toolkit.multiple_choice import fingerprint_fields
+
+        run["multiple_choice"] = {**fingerprint_fields(), "items": digest({i: it and [it.question, it.choices, it.correct]
+                                                                          for i, it in zip(prep.references, choice.items)})}
     backward = None
     if a.reversed:
         backward = _predictions(a.reversed)
@@ -169,6 +186,11 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if a.judge:
         from idc_toolkit.judge.run import judge_fields
 
+        uncaptioned = [pid for pid, r in prep.references.items() if not r]
+        if uncaptioned:
+            raise EvaluationError(f"--judge reads each pair's references, and {len(uncaptioned)} scored pair(s) have none "
+                                  f"(multiple-choice items without a caption, e.g. {uncaptioned[0]!r}); score their "
+                                  "answers without --judge")
         run["judge"] = judge_fields(a)
     main = dist_info()[0] == 0  # under torchrun every rank judges; rank 0 alone writes the evaluation
     folder = open_evaluation_folder(Path(out), run, a.overwrite, progress is not None) if out is not None and main else None
@@ -185,18 +207,18 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     if "METEOR" in resolve_families(metrics):
         from idc_toolkit.metrics.meteor import check_lengths
 
-        ids = list(prep.hypotheses)
+        ids = [i for i in prep.hypotheses if prep.references[i]]
         check_lengths(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
     for w in prep.warnings:
         log.warning("warning: %s", w)
     if out is not None:
         preload_chart_libraries()
-    extra = [m for m in (judge,) if m]
+    extra = [m for m in (judge, choice) if m]
     if backward is not None:
         from idc_toolkit.metrics.reverse import ReverseOverlap
 
         extra.append(ReverseOverlap(list(prep.references), captions, backward))
-    result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed,
+    result = score_groups(prep.hypotheses, prep.references, prep.groups, metrics, a.spice_jars, a.bootstrap, a.seed, scorer=scorer,
                           progress=progress, tokenize=proto.tokenize, extra=extra)
     add_derived(result, proto.derived)
     if result.spice_status not in ("ok", "not requested"):
@@ -206,8 +228,10 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
                        "seed": a.seed, "arguments": arguments,
                        "protocol": {"name": proto.name, "description": proto.description,
                                     "comparable_with_rcc": proto.comparable_with_rcc},
-                       "run": run, "run_fingerprint": digest(run),
-                       **({"judge_answers": judge.answers} if judge is not None else {})})
+                       "run": run, "run_fingerprint": digest(run), "scorer": describe(scorer),
+                       **({"presentation": presentation} if presentation else {}),
+                       **({"judge_answers": judge.answers} if judge is not None else {}),
+                       **({"multiple_choice": choice.summary()} if choice is not None else {})})
     meta["protocol"].update(proto.summary(prep.hypotheses, prep.categories))
     if out is None:
         return Evaluation(metrics_dict(result, meta, prep.warnings), result)
@@ -215,6 +239,67 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
                          layouts, a.group_names, label)
     folder.finalise(lambda final: None)  # every file is written (atomically): the record says the run is complete
     return Evaluation(data, result)
+
+
+def asked_questions(predictions: Any) -> bool:
+    """Whether a predictions file holds a model's answers to the dataset's questions: its run's
+    ``model.json`` (beside it) records ``multiple_choice`` (``idc-eval --model vlm`` on such a dataset)."""
+    import json
+
+    if isinstance(predictions, Mapping) or not isinstance(predictions, (str, Path)):
+        return False
+    try:
+        record = json.loads((Path(predictions).parent / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(record, dict) and bool(record.get("multiple_choice"))
+
+
+def choice_metric(answers: dict[str, str], prep: Any, refs: References, named: Optional[list[str]]) -> Any:
+    """``MC_accuracy`` of ``answers`` (the raw predictions) on the prepared pairs that ask a
+    question (:class:`~idc_toolkit.metrics.mc_accuracy.ChoiceAccuracy`), or ``None``: where the
+    references hold no question, or ``--metrics`` (``named``) leaves ``MC`` out."""
+    from idc_toolkit.metrics.mc_accuracy import ChoiceAccuracy, items_of
+    from idc_toolkit.metrics.registry import names_multiple_choice
+    from idc_toolkit.multiple_choice import COLUMNS
+
+    wanted = names_multiple_choice(named)
+    if wanted is False:
+        return None
+    if not all(c in refs.columns for c in COLUMNS):
+        if wanted:
+            raise EvaluationError(f"--metrics MC: {refs.source} has no {' / '.join(COLUMNS)} columns; MC_accuracy scores "
+                                  "a dataset whose items ask multiple-choice questions (idc-build vlm_subtlebench)")
+        return None
+    try:
+        items = items_of(list(prep.references), refs.columns)
+    except ValueError as exc:
+        raise EvaluationError(f"{refs.source}: {exc}") from None
+    if not any(items.values()):
+        if wanted:
+            raise EvaluationError(f"--metrics MC: no pair scored from {refs.source} asks a question")
+        return None
+    return ChoiceAccuracy(list(prep.references), answers, items)
+
+
+def caption_metrics(metrics: list[str], named: Optional[list[str]], prep: Any, choice: Any, predictions: Any) -> list[str]:
+    """The caption metrics to compute: none where the predictions are a model's answers to the
+    dataset's questions and no ``--metrics`` was given (:func:`asked_questions`), or where no
+    scored pair has a reference (a warning when they were named); ``metrics`` otherwise."""
+    from idc_toolkit.metrics.registry import resolve_families
+
+    families = resolve_families(metrics)
+    if not families:
+        return metrics
+    if not named and choice is not None and asked_questions(predictions):
+        return ["MC"]
+    if not any(prep.references.values()):
+        if choice is None:
+            raise EvaluationError("no scored pair has a reference, and none asks a question scored here (--metrics MC)")
+        if named:
+            prep.warnings.append(f"no scored pair has a reference: {', '.join(families)} not computed")
+        return ["MC"]
+    return metrics
 
 
 def judge_metric(captions: dict[str, str], prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,

@@ -25,8 +25,11 @@ def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
         bleu_expanded, _ = bleu.cache.score(expanded)
         bleu_resampled = bleu_from_totals(w @ bleu.cache.sufficient_statistics())[0]
         assert np.array_equal(bleu_expanded, bleu_resampled)  # the same float operations as BleuScorer
-        m_expanded, _ = meteor.workers[0].evaluate([meteor.lines[i] for i in expanded])
-        _, (m_summed,) = meteor.workers[0].evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
+        from idc_toolkit.metrics.meteor import MeteorProcess
+
+        with MeteorProcess() as jvm:  # METEOR's own EVAL of the statistics the scorer made
+            m_expanded, _ = jvm.evaluate([meteor.lines[i] for i in expanded])
+            _, (m_summed,) = jvm.evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
         assert m_expanded == pytest.approx(m_summed, abs=1e-12)
         # and the metric's own resample() gives the same numbers
         via_metric = {**bleu.resample(list(range(60)), w[None, :].astype(float)),

@@ -68,10 +68,23 @@ def test_one_segment_and_a_batch_agree(jvm):
         meteor_align.statistics(["a car\nmoved"], [["a car"]])
 
 
-def test_exact_for_names_the_text_python_lower_cases_as_java():
-    assert meteor_align.exact_for("The Café moved.", ["a car", "\u041f\u0440\u0438\u0432\u0435\u0442"])
-    assert not meteor_align.exact_for("\u039f\u0394\u039f\u03a3", ["a car"])  # capital sigma: Java's own final-form rule
-    assert not meteor_align.exact_for("a car", ["\u2c2f"])  # cased in Unicode 14, not in Java 17's 13
+def test_lower_casing_is_javas_sigma_and_newer_capitals_included(jvm, monkeypatch):
+    """METEOR lower-cases a line with Java 17's ``toLowerCase`` (:mod:`.java_text`): a capital sigma's
+    final form by the JDK's word rules, capitals newer than Unicode 13 kept; words that Python's
+    ``str.lower`` would merge or part (``Ꟁ`` vs ``ꟁ``, ``ΑΣ`` vs ``ας``) align as in the jar."""
+    import random
+
+    rng = random.Random(3)
+    parts = ["ΟΔΟΣ", "ΣΑΣ", "Σ", "aΣ", "ΑΣ.", "ΑΣ-ΒΑΣ",
+             "ΑΣ1", "Ⱟ", "ⱟ", "Ꟁ", "ꟁ", "ας", "ασ", "the", "cube", "x.Σ",
+             "ΑΣ­", "ΑΣ́"]
+    hyps = [" ".join(rng.choice(parts) for _ in range(rng.randint(1, 6))) for _ in range(1500)]
+    refs = [[" ".join(rng.choice(parts) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 3))]
+            for _ in range(1500)]
+    assert differences(jvm, hyps, refs) == []
+    assert meteor_align.exact_for("\u039f\u0394\u039f\u03a3 The Caf\u00e9", ["a car", "\u2c2f"])
+    monkeypatch.setenv("LC_ALL", "tr_TR.UTF-8")  # Java's default locale would lower-case I to a dotless i
+    assert not meteor_align.exact_for("In the car", ["a car"])
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,7 @@ def test_segment_group_and_resample_scores_equal_meteors_eval_bit_for_bit(shared
     cache = build_cache(hyps, refs, ["METEOR"])  # tokenized and aligned as a scoring does
     try:
         meteor = cache.metrics["METEOR"]
-        process, lines, stats = meteor.workers[0], meteor.lines, meteor.stats
+        process, lines, stats = meteor_mod.MeteorProcess(), meteor.lines, meteor.stats  # the statistics: the scorer's
         corpus, segments = process.evaluate(lines)
         assert_equal_to_the_jar(stats, segments)
         assert meteor_score(aggregate_statistics(stats))[0] == corpus
@@ -80,6 +80,7 @@ def test_segment_group_and_resample_scores_equal_meteors_eval_bit_for_bit(shared
         _, theirs = process.evaluate([stats_line(row) for row in sums])
         assert_equal_to_the_jar(sums, theirs)
     finally:
+        process.close()
         cache.close()
     assert meteor_score(stats[-6:])[0] == 0.0 and meteor_score(stats[-6:])[3] > 0.99  # the empty and the perfect one
 

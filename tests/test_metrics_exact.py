@@ -225,11 +225,14 @@ def test_cider_groups_are_bit_for_bit_pycocoevalcaps():
         assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs))
 
 
-def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch, pycoco_meteor):
+@pytest.mark.parametrize("scorer", ["python", "java"])
+def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch, pycoco_meteor, scorer):
     """LEVIR-CC's no-change pairs share their five references (the real token files of two of
     them, one train one test, hold the same five), and a model answers most of them alike: such
-    a repeated METEOR segment is aligned once. Scores equal an unmodified pycocoevalcap run."""
+    a repeated METEOR segment is aligned once, by either scorer. Scores equal an unmodified
+    pycocoevalcap run."""
     import idc_toolkit.metrics.meteor as meteor_mod
+    import idc_toolkit.metrics.meteor_align as align_mod
 
     tokens = shared / "real_annotations/levir_cc/LEVIR_MCI/tokens"
 
@@ -245,10 +248,15 @@ def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, m
         refs[f"c{k}"], hyps[f"c{k}"] = r, "a road is built and many houses appear"
     hyps["c2"] = hyps["c1"]  # the same answer against other references: a segment of its own
     asked = []
-    real = meteor_mod.parallel_statistics
-    monkeypatch.setattr(meteor_mod, "parallel_statistics", lambda w, h, r: asked.append(len(h)) or real(w, h, r))
+    if scorer == "java":
+        real = meteor_mod.parallel_statistics
+        monkeypatch.setattr(meteor_mod, "parallel_statistics", lambda w, h, r: asked.append(len(h)) or real(w, h, r))
+    else:
+        real = align_mod.statistics
+        monkeypatch.setattr(align_mod, "statistics", lambda h, r: asked.append(len(h)) or real(h, r))
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
-    ours = score_groups(hyps, refs, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
+    ours = score_groups(hyps, refs, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"], scorer=scorer)
+    assert ours.scorer == scorer
     assert asked == [2 + 3]  # two distinct no-change segments, three change pairs
     naive, naive_pairs = pycocoevalcap_scores(refs, hyps, pycoco_meteor)
     for metric, value in naive.items():

@@ -154,8 +154,12 @@ def test_parallel_meteor_workers_give_one_jvms_statistics():
     meteor_mod.release_process(long_job)
 
 
-def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp_path):
-    class Worker:  # stands in for a JVM: answers a statistics line derived from the segment
+@pytest.mark.parametrize("scorer", ["python", "java"])
+def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp_path, scorer):
+    import idc_toolkit.metrics.meteor_align as align_mod
+    from idc_toolkit.metrics.implementation import using
+
+    class Worker:  # stands in for a JVM (or the Python aligner): a statistics line derived from the segment
         def __init__(self):
             self.asked = 0
 
@@ -165,11 +169,14 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
 
     monkeypatch.setenv("IDC_METEOR_CACHE", str(tmp_path / "stats.sqlite"))
     hyps, refs = ["a cube", "the red sphere", "a cube"], [["a cube"], ["a sphere"], ["two cubes"]]
+
     def run():
         worker = Worker()
         monkeypatch.setattr(meteor_mod, "acquire_processes", lambda n, need=None, segments=None: [worker])
-        m = meteor_mod.Meteor()
-        m.compute(hyps, refs)
+        monkeypatch.setattr(align_mod, "statistics", worker.statistics)
+        with using(scorer):
+            m = meteor_mod.Meteor()
+            m.compute(hyps, refs)
         return worker.asked, m.lines
 
     runs = [run(), run()]
@@ -178,26 +185,34 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
     assert run()[0] == 3  # no cache: everything aligned
 
 
-def test_tokens_cache_means_a_second_scoring_starts_no_tokenizer(monkeypatch, tmp_path):
+@pytest.mark.parametrize("scorer", ["python", "java"])
+def test_tokens_cache_means_a_second_scoring_starts_no_tokenizer(monkeypatch, tmp_path, scorer):
     """The references' tokens are kept per block: scoring them again with other hypotheses runs
     the tokenizer on the hypotheses alone, and the same captions again run it not at all."""
+    import idc_toolkit.metrics.ptb as ptb_mod
     import idc_toolkit.metrics.tokenizer as tokenizer_mod
+    from idc_toolkit.metrics.implementation import using
 
     monkeypatch.setenv("IDC_TOKENIZER_CACHE", str(tmp_path / "tokens.sqlite"))
-    asked = []
-    real = tokenizer_mod._run_tokenizer
-    monkeypatch.setattr(tokenizer_mod, "_run_tokenizer", lambda lines, timeout: asked.append(list(lines)) or real(lines, timeout))
+    asked = []  # each block (file) tokenized
+    if scorer == "java":
+        real = tokenizer_mod._run_tokenizer
+        monkeypatch.setattr(tokenizer_mod, "_run_tokenizer", lambda lines, timeout: asked.append(list(lines)) or real(lines, timeout))
+    else:
+        real_files = ptb_mod.tokenize_files
+        monkeypatch.setattr(ptb_mod, "tokenize_files", lambda files: asked.extend(map(list, files)) or real_files(files))
     refs = [["The red car moved.", "A car moved"], ["Nothing changed."]]
     flat = [r for rs in refs for r in rs]
-    first = tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]])
-    assert first == [["the red car moved", "a car moved", "nothing changed"], ["a car moved", "nothing"]]
-    assert len(asked) == 1 and len(asked[0]) == 7  # both blocks and their end lines in one JVM
-    other = tokenizer_mod.ptb_tokenize_blocks([flat, ["The CAR moved"]])
-    assert other == [first[0], ["the car moved"]] and asked[1] == ["The CAR moved", tokenizer_mod.BLOCK_END]
-    assert tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]]) == first and len(asked) == 2
-    assert tokenizer_mod.ptb_tokenize_blocks([[], [""]]) == [[], [""]] and asked[-1] == ["", tokenizer_mod.BLOCK_END]
-    monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
-    assert tokenizer_mod.ptb_tokenize(flat) == first[0] and len(asked) == 4  # no cache: tokenized again
+    with using(scorer):
+        first = tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]])
+        assert first == [["the red car moved", "a car moved", "nothing changed"], ["a car moved", "nothing"]]
+        assert asked == [flat, ["A car moved!", "Nothing."]]  # each block as a file of its own
+        other = tokenizer_mod.ptb_tokenize_blocks([flat, ["The CAR moved"]])
+        assert other == [first[0], ["the car moved"]] and asked[2:] == [["The CAR moved"]]
+        assert tokenizer_mod.ptb_tokenize_blocks([flat, ["A car moved!", "Nothing."]]) == first and len(asked) == 3
+        assert tokenizer_mod.ptb_tokenize_blocks([[], [""]]) == [[], [""]] and asked[-1] == [""]
+        monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
+        assert tokenizer_mod.ptb_tokenize(flat) == first[0] and len(asked) == 5  # no cache: tokenized again
 
 
 def test_a_warm_meteor_jvm_is_reused_and_a_broken_one_is_not(monkeypatch):

@@ -223,7 +223,6 @@ def generated(kinds):
 # --- the comparisons
 def test_punctuations_are_pycocoevalcaps():
     assert ptb.PUNCTUATIONS == set(tokenizer._punctuations())
-    assert ptb.BLOCK_END == tokenizer.BLOCK_END
 
 
 def test_real_captions(real):
@@ -287,22 +286,25 @@ def test_generated_lines(generated):
 
 
 def test_the_api_is_tokenizer_pys(kinds, monkeypatch):
-    """tokenize_lines is tokenizer._run_tokenizer, tokenize_blocks is ptb_tokenize_blocks (its
-    "eos" line after each block included), tokenize_files is pycocoevalcap's PTBTokenizer on each
-    file; they part only where a file's last caption ends in a smiley or "'NN"."""
+    """tokenize_lines is tokenizer._run_tokenizer (one file), tokenize_files is pycocoevalcap's
+    PTBTokenizer on each file, and ptb_tokenize_blocks gives it with either scorer: a file's last
+    caption is read at the file's true end (a smiley or "'NN" there reads otherwise)."""
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    from idc_toolkit.metrics.implementation import using
 
     monkeypatch.setenv("IDC_TOKENIZER_CACHE", "0")
     cases = [c for cs in kinds.values() for c in cs if not re.search("[" + SEPARATORS + "]", c)]
     assert ptb.tokenize_lines(cases) == tokenizer._run_tokenizer(cases, 600)
     ends = ["I.", "the man in fig.", "nice :)", "in the '90", ""]
     blocks = [cases[k::5] + [end] for k, end in enumerate(ends)] + [[]]
-    assert ptb.tokenize_blocks(blocks) == tokenizer.ptb_tokenize_blocks(blocks)
+    for scorer in ("java", "python"):
+        with using(scorer):
+            assert tokenizer.ptb_tokenize_blocks(blocks) == ptb.tokenize_files(blocks), scorer
     for block in blocks[1:4]:
         theirs = PTBTokenizer().tokenize({str(i): [{"caption": c}] for i, c in enumerate(block)})
         assert ptb.tokenize_files([block])[0] == [theirs[str(i)][0] for i in range(len(block))]
     assert [b[-1] for b in ptb.tokenize_files(blocks[1:4])] == ["the man in fig", "nice -rrb-", "in the 90"]
-    assert [b[-1] for b in ptb.tokenize_blocks(blocks[1:4])] == ["the man in fig", "nice :-rrb-", "in the '90"]
 
 
 def test_a_wrong_rule_is_caught(real, kinds, monkeypatch):

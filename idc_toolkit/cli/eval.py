@@ -82,10 +82,12 @@ def make_compare_parser() -> argparse.ArgumentParser:
 def run_score(args) -> dict:
     from ..metrics.registry import resolve_families
 
-    if "METEOR" in resolve_families(args.metrics):  # its JVM loads while everything below imports, reads, tokenizes
+    if "METEOR" in resolve_families(args.metrics):  # its table loads while everything below imports, reads, tokenizes
+        from ..metrics.implementation import using
         from ..metrics.meteor import prewarm
 
-        prewarm()
+        with using(args.scorer):
+            prewarm()
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 
@@ -102,12 +104,18 @@ def run_score(args) -> dict:
         print(f"{shown_uri(str(args.out))}: this job's judgements are written; the job that completes the set scores")
         return {}
     protocol = ev.metrics["meta"]["protocol"]
-    print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)"))
+    presentation = ev.metrics["meta"].get("presentation")
+    print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
+          + (f"; presentation: {presentation}" if presentation else ""))
     print(markdown_table(ev.result))
     if ev.metrics["meta"].get("judge_answers"):
         from ..metrics.judge import answers_line
 
         print(answers_line(ev.metrics["meta"]["judge_answers"]))
+    if ev.metrics["meta"].get("multiple_choice"):
+        from ..metrics.mc_accuracy import counts_line
+
+        print(counts_line(ev.metrics["meta"]["multiple_choice"]))
     print(f"(scores x100; written to {shown_uri(str(args.out))})")
     return ev.metrics
 
@@ -248,6 +256,10 @@ def run_compare(args) -> dict:
         from ..evaluators.compare import tables
 
         print(tables(report)[0])
+    elif report.get("presentation"):
+        from ..evaluators.compare import presentation_line
+
+        print(presentation_line(report["presentation"]))
     print("| metric | A (x100) | B (x100) | A-B (x100) | 95% bootstrap interval of A-B | p-value |\n"
           "| --- | ---: | ---: | ---: | --- | ---: |")
     from ..evaluators.compare import signed
@@ -255,6 +267,10 @@ def run_compare(args) -> dict:
     for m, v in report["metrics"].items():
         print(f"| {m} | {100 * v['a']:.2f} | {100 * v['b']:.2f} | {signed(100 * v['difference'])} "
               f"| [{signed(100 * v['ci_low'])}, {signed(100 * v['ci_high'])}] | {format_p_value(v['p_value'], args.bootstrap)} |")
+    from ..evaluators.compare import unparsed_line
+
+    if unparsed_line(report):
+        print(unparsed_line(report))
     return report
 
 

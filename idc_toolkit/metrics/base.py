@@ -77,7 +77,10 @@ class Metric:
         return {}
 
     def resample(self, idx: list[int], weights: np.ndarray) -> dict[str, np.ndarray]:
-        """Scores of each resample of group ``idx``: ``weights`` is resamples x len(idx)."""
+        """Scores of each resample of group ``idx``: ``weights`` is resamples x len(idx), each row
+        how often each pair is drawn. A row sums to len(idx) in an ordinary resample, to another
+        count where only some of a group's pairs are scored (:class:`OnSubset`): a mean divides
+        by the row's sum."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -123,3 +126,67 @@ class PairMeans(Metric):
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[c] = np.where(total > 0, w @ sub[defined] / np.where(total > 0, total, 1), np.nan)
         return out
+
+
+class OnSubset(Metric):
+    """``metric`` computed on some of the scored pairs only (``keep``: their positions among the
+    ``n`` pairs, ascending): the caption metrics on the pairs that have references, where others
+    only ask a question. Groups, per-pair values and resamples index all ``n`` pairs; a pair left
+    out takes no part in any score (NaN per pair), and a group or resample holding none of the
+    kept pairs has no score (``None`` / NaN), never 0."""
+
+    def __init__(self, metric: Metric, keep: Sequence[int], n: int):
+        self.inner, self.keep, self.n = metric, list(keep), n
+        self.position = {k: j for j, k in enumerate(self.keep)}
+        self.family, self.aliases, self.columns = metric.family, metric.aliases, metric.columns
+        self.chart_column, self.paper_columns = metric.chart_column, metric.paper_columns
+        self.background, self.optional = metric.background, metric.optional
+
+    @property
+    def status(self) -> str:  # type: ignore[override]
+        return self.inner.status
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def prepare(self, hypotheses, references) -> None:
+        self.inner.prepare(hypotheses, references)
+
+    def compute(self, hypotheses, references) -> None:
+        self.inner.compute(hypotheses, references)
+
+    def _inner(self, idx: Sequence[int]) -> list[int]:
+        return [self.position[k] for k in idx if k in self.position]
+
+    def group(self, idx):
+        return self.scores({"g": idx})["g"]
+
+    def scores(self, groups):
+        inner = {g: self._inner(idx) for g, idx in groups.items()}
+        got = self.inner.scores({g: idx for g, idx in inner.items() if idx})
+        return {g: got.get(g, {c: None for c in self.columns}) for g in groups}
+
+    def per_pair(self):
+        out = {}
+        for c, values in self.inner.per_pair().items():
+            full = np.full(self.n, np.nan)
+            full[self.keep] = values
+            out[c] = full
+        return out
+
+    def resample(self, idx, weights):
+        kept = np.array([k in self.position for k in idx], dtype=bool)
+        if not kept.any():
+            return {}
+        w = weights[:, kept]
+        drawn = w.sum(axis=1) > 0  # a resample that draws none of the kept pairs has no score
+        got = self.inner.resample(self._inner(idx), w[drawn])
+        out = {}
+        for c, values in got.items():
+            full = np.full(weights.shape[0], np.nan)
+            full[drawn] = values
+            out[c] = full
+        return out
+
+    def close(self) -> None:
+        self.inner.close()

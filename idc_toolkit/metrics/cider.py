@@ -188,4 +188,4 @@ class CiderD(Metric):
 
     def resample(self, idx, weights):
         _, per_pair = self.cache.score(idx)
-        return {"CIDEr": weights @ per_pair / len(idx)}
+        return {"CIDEr": weights @ per_pair / weights.sum(axis=1)}  # a row's pairs: its weights' sum

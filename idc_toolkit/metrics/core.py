@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, OnSubset
 from .registry import all_columns, columns, metric_class, resolve_families
 from .results import GroupScores, PairCache, ScoreResult
 from .text import sanitize_caption
@@ -41,23 +41,37 @@ def build_cache(
     results are ready, in the thread that computed them: :func:`score_groups` scores the groups
     of BLEU, ROUGE-L and CIDEr while METEOR still aligns. ``extra``: metrics made by the caller
     (the judge's, whose per-pair values come from a model run), after the registry's. The
-    caller closes the cache."""
+    caller closes the cache.
+
+    The registry's metrics score the pairs that have references; a pair whose list is empty (a
+    multiple-choice item with no caption) takes no part in them (:class:`~.base.OnSubset`), and
+    ``cache.captioned`` lists the pairs that do. With no family, nothing is tokenized."""
     ids = list(references)
-    metrics = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
+    captioned = [k for k, i in enumerate(ids) if len(references[i])]
+    if families and not captioned:
+        from ..errors import EvaluationError
+
+        raise EvaluationError(f"no pair has a reference: nothing for {', '.join(families)} to score")
+    metrics: dict[str, Metric] = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
+    if len(captioned) < len(ids):
+        metrics = {f: OnSubset(m, captioned, len(ids)) for f, m in metrics.items()}
     metrics.update({m.family: m for m in extra})
-    cache = PairCache(ids=ids, hypotheses=[], references=[], metrics=metrics)
+    cache = PairCache(ids=ids, hypotheses=[], references=[], metrics=metrics, captioned=captioned)
+    scored = [ids[k] for k in captioned]
     try:
         for m in metrics.values():
             m.start()
-        flat_refs = [sanitize_caption(r) for i in ids for r in references[i]]
-        hyps_raw = [sanitize_caption(hypotheses[i]) for i in ids]
-        if tokenize is None:  # references and hypotheses each as pycocoevalcap tokenizes them, in one JVM
+        flat_refs = [sanitize_caption(r) for i in scored for r in references[i]]
+        hyps_raw = [sanitize_caption(hypotheses[i]) for i in scored]
+        if not families:
+            ref_tokens, cache.hypotheses = flat_refs, hyps_raw
+        elif tokenize is None:  # references and hypotheses each as pycocoevalcap tokenizes them, in one JVM
             ref_tokens, cache.hypotheses = ptb_tokenize_blocks([flat_refs, hyps_raw])
         else:
             tokens = tokenize(flat_refs + hyps_raw)
             ref_tokens, cache.hypotheses = tokens[:len(flat_refs)], tokens[len(flat_refs):]
         pos = 0
-        for i in ids:
+        for i in scored:
             k = len(references[i])
             cache.references.append(ref_tokens[pos: pos + k])
             pos += k
@@ -105,19 +119,31 @@ def score_groups(
     progress: Optional[Callable[[str], None]] = None,
     tokenize: Optional[Callable[[list[str]], list[str]]] = None,
     extra: Sequence[Metric] = (),
+    scorer: Optional[str] = None,
 ) -> ScoreResult:
     """Score every group of pairs as its own coco-caption evaluation, in one pass.
 
     ``references`` fixes the pair order (``overall`` is all of it); ``groups`` maps a group
     name to pair ids. Hypotheses must cover every reference id (the CLI checks and explains).
     Returns the group scores on pycocoevalcap's 0-1 scale (CIDEr 0-10), per-pair scores of
-    the ``overall`` evaluation and, with ``bootstrap`` > 0, 95% percentile intervals.
+    the ``overall`` evaluation and, with ``bootstrap`` > 0, 95% percentile intervals. A pair
+    with no reference takes no part in the registry's metrics (:func:`build_cache`); ``metrics``
+    naming none of them (``[]``, ``["MC"]``) scores only ``extra``. ``scorer``: ``python`` or
+    ``java`` (:mod:`.implementation`; default ``IDC_SCORER``, else Python), recorded in the result.
     """
-    families = resolve_families(metrics)
+    from .implementation import JAVA, current, using
+
+    with using(scorer):
+        implementation = current()
+    families = resolve_families(metrics) if metrics is None or len(metrics) else ()
     say = progress or (lambda line: None)
     n_refs = sum(len(r) for r in references.values())
-    say(f"tokenizing {len(references) + n_refs:,} captions; {', '.join(families)} on {len(references):,} pairs"
-        + (" (METEOR aligns every pair once in its JVM)" if "METEOR" in families else ""))
+    n_captioned = sum(1 for r in references.values() if r)
+    if families:
+        say(f"tokenizing {n_captioned + n_refs:,} captions; {', '.join(families)} on {n_captioned:,} pairs"
+            + (f" (of {len(references):,}; the others have no reference)" if n_captioned < len(references) else "")
+            + ((" (METEOR aligns every pair once in its JVM)" if implementation == JAVA else
+                " (METEOR aligns every pair once)") if "METEOR" in families else ""))
     if "METEOR" in families:
         from .paraphrase import index_missing
 
@@ -134,7 +160,8 @@ def score_groups(
     def aggregate(metric: Metric) -> None:  # each metric's groups, as soon as its pairs are scored
         by_metric[metric.family] = (metric.scores(scored), metric.per_pair())
 
-    cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate, extra=extra)
+    with using(implementation):
+        cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate, extra=extra)
     try:
         scores: dict[str, dict[str, Optional[float]]] = {g: {} for g in group_indices}
         per_pair: dict[str, np.ndarray] = {}
@@ -151,7 +178,8 @@ def score_groups(
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
         spice = cache.metrics.get("SPICE")
         spice_status = spice.status if spice is not None else "not requested"
-        result = ScoreResult(cache.ids, results, per_pair, every_column, spice_status, cache, group_indices)
+        result = ScoreResult(cache.ids, results, per_pair, every_column, spice_status, cache, group_indices,
+                             scorer=implementation)
         if bootstrap > 0:
             from .bootstrap import bootstrap_intervals
 

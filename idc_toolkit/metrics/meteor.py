@@ -27,6 +27,7 @@ from .base import Metric
 from .meteor_stats import aggregate_statistics, meteor_score
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
+from .implementation import JAVA
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -295,7 +296,9 @@ def prewarm() -> None:
     or, where the whole table is used (``IDC_METEOR_PARAPHRASE=full``), the JVMs themselves,
     into the idle pool (each loads the table, 6-9 s of a core). ``idc-eval --predictions``
     calls it first thing."""
-    if not whole_table_asked():
+    from .implementation import current
+
+    if not whole_table_asked() or current() != JAVA:
         load_in_background()
         return
     with _IDLE_LOCK:
@@ -332,14 +335,15 @@ def meteor_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
-def statistics_cache() -> TextCache:
+def statistics_cache(implementation: str) -> TextCache:
     """METEOR's per-segment statistics keyed by the exact ``SCORE`` line, so a second protocol,
     ``compare`` or a rerun does not align a segment twice (a segment's statistics depend only on
-    its line and the jar). ``IDC_METEOR_CACHE=0`` turns it off; ``IDC_METEOR_CACHE=PATH`` moves it."""
+    its line and the jar). ``IDC_METEOR_CACHE=0`` turns it off; ``IDC_METEOR_CACHE=PATH`` moves it.
+    Each implementation keeps its own entries: ``--scorer java`` asks the jar, never the Python's answers."""
     from importlib import metadata
 
     return TextCache("IDC_METEOR_CACHE", "meteor_stats.sqlite", "stats",
-                     f"pycocoevalcap {metadata.version('pycocoevalcap')} {' '.join(METEOR_ARGS)}")
+                     f"pycocoevalcap {metadata.version('pycocoevalcap')} {' '.join(METEOR_ARGS)} {implementation}")
 
 
 def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequence[str],
@@ -370,9 +374,10 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
 
 
 class Meteor(Metric):
-    """METEOR 1.5: one JVM aligns every distinct pair once (statistics lines); a segment's, a
-    group's or a resample's score is METEOR's arithmetic on the statistics, summed as METEOR
-    sums them (:mod:`.meteor_stats`)."""
+    """METEOR 1.5: every distinct pair is aligned once into a statistics line, by the toolkit's
+    Python (:mod:`.meteor_align`, the default) or by the jar's JVMs (the ``java`` scorer,
+    :mod:`.implementation`); a segment's, a group's or a resample's score is METEOR's arithmetic
+    on the statistics, summed as METEOR sums them (:mod:`.meteor_stats`)."""
 
     family = "METEOR"
     columns = ("METEOR",)
@@ -381,13 +386,20 @@ class Meteor(Metric):
     background = True  # alignment runs in the JVM while the other metrics compute
 
     def start(self) -> None:
+        from .implementation import current
+
         # the paraphrase index loads while the captions are tokenized; the JVMs start once
         # the references they align are known (their table is cut to them)
+        self.implementation = current()  # read here: compute() runs in a thread of its own
         load_in_background()
         self.workers: list[MeteorProcess] = []
 
     def prepare(self, hypotheses, references) -> None:
         """The cached statistics, and JVMs started for the segments that are not cached."""
+        if not hasattr(self, "implementation"):  # prepared without start(): the scorer in force now
+            from .implementation import current
+
+            self.implementation = current()
         lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
         # a segment's statistics depend on its SCORE line alone, so a repeated line is aligned
         # once: LEVIR-CC's ~1,000 no-change test pairs share their five references, and a model
@@ -396,11 +408,11 @@ class Meteor(Metric):
         for i, line in enumerate(lines):
             first.setdefault(line, i)
         unique = list(first)
-        with statistics_cache() as cache:
+        with statistics_cache(self.implementation) as cache:
             self._known = {unique[k]: s for k, s in cache.get(unique).items()}
         self._lines = lines
         self._todo = [i for line, i in first.items() if line not in self._known]
-        if self._todo:
+        if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
 
@@ -410,8 +422,16 @@ class Meteor(Metric):
         if not hasattr(self, "_lines"):
             self.prepare(hypotheses, references)
         lines, todo, by_line = self._lines, self._todo, self._known
-        fresh = parallel_statistics(self.workers, [hypotheses[i] for i in todo], [references[i] for i in todo]) if todo else []
-        with statistics_cache() as cache:
+        hyps, refs = [hypotheses[i] for i in todo], [references[i] for i in todo]
+        if not todo:
+            fresh = []
+        elif self.implementation == JAVA:
+            fresh = parallel_statistics(self.workers, hyps, refs)
+        else:
+            from .meteor_align import statistics
+
+            fresh = statistics(hyps, refs)
+        with statistics_cache(self.implementation) as cache:
             cache.put([lines[i] for i in todo], fresh)
         by_line.update((lines[i], s) for i, s in zip(todo, fresh))
         self.lines = [by_line[line] for line in lines]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from .java_text import java_lower
+
 #: ``Normalizer.alpha`` / ``alnum``: Western European and Cyrillic letters
 _ALPHA = ("A-Za-z\u0160\u017d\u0161\u017e\u0178\xc0-\xd6\xd8-\xf6\xf8-\u017e"
           "\u0400-\u04ff\u0500-\u0527\ua640-\ua66e\ua67e-\ua697\u1d00-\u1d7f")
@@ -39,8 +41,6 @@ _WHITE = re.compile("[ \u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2
 _HAS_ALPHA = re.compile("[" + _ALPHA + "]")
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _LINE_BREAK = re.compile("\r\n|\r|\n")
-#: non-ASCII blocks whose lower-casing no Unicode version from 13 (Java 17) to 16 changed
-_SAFE_BLOCKS = ((0x80, 0x52F), (0x1D00, 0x1DBF), (0x1E00, 0x1EFF), (0x2000, 0x2BFF), (0x3000, 0x9FFF), (0xAC00, 0xD7AF))
 _TURKIC = ("tr", "az")
 #: lines the normalizer gives back as they are, but for case: words of ASCII letters and digits
 #: between single spaces, none spelling its escape for dots (``DOTMULTI``, which becomes ".")
@@ -50,15 +50,10 @@ NBP_ANY, NBP_NUM_ONLY = 1, 2
 
 
 def vouched(text: str) -> bool:
-    """Whether Python lower-cases ``text`` as the jar's JVM does: ASCII, or characters of
-    :data:`_SAFE_BLOCKS` without a capital sigma; an ``I`` only outside a Turkish or Azeri
-    locale (Java's default locale, read from the environment as the JVM reads it, lower-cases it
-    to a dotless ``ı`` there)."""
-    if ("I" in text or "\u0130" in text) and _turkic_locale():
-        return False
-    if text.isascii():
-        return True
-    return "\u03a3" not in text and all(c < "\x80" or any(lo <= ord(c) <= hi for lo, hi in _SAFE_BLOCKS) for c in text)
+    """Whether ``text`` is lower-cased here as the jar's JVM does (:func:`.java_text.java_lower`),
+    which holds but for an ``I`` in a Turkish or Azeri locale (Java's default locale, read from
+    the environment as the JVM reads it, lower-cases it to a dotless ``ı`` there)."""
+    return not (("I" in text or "\u0130" in text) and _turkic_locale())
 
 
 def _turkic_locale() -> bool:
@@ -166,4 +161,4 @@ def meteor_words(text: str, prefixes: dict[str, int]) -> tuple[str, ...]:
     """The words METEOR aligns for ``text`` under ``-norm``: normalized, lower-cased, tokenized."""
     if _PLAIN.fullmatch(text) and "DOTMULTI" not in text:
         return tuple(text.lower().split(" "))
-    return tuple(java_tokens(normalize_line(text, prefixes).lower()))
+    return tuple(java_tokens(java_lower(normalize_line(text, prefixes))))

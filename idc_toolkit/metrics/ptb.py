@@ -31,27 +31,24 @@ comma or period after a word needs no rule but WORD when no abbreviation, single
 split word ("cannot") stands in it and no digits face each other across a blank.
 
 :func:`tokenize_lines` is what ``tokenizer._run_tokenizer`` returns for the same lines (one file),
-:func:`tokenize_files` what pycocoevalcap's ``PTBTokenizer`` returns for each of several files, and
-:func:`tokenize_blocks` what ``tokenizer.ptb_tokenize_blocks`` returns, without its cache: its
-blocks share a file, each followed by a line "eos", which reads like the end of a file except
-after a smiley or an apostrophe and two digits (":)" ends a file as ":" and ")"; "'90" as "'" and
-"90").
+:func:`tokenize_files` what pycocoevalcap's ``PTBTokenizer`` returns for each of several files
+(each read to its true end: a smiley or an apostrophe and two digits there reads as ":" and ")",
+"'" and "90").
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 from typing import Optional, Sequence
 
-__all__ = ["PUNCTUATIONS", "BLOCK_END", "jar_output", "tokenize_lines", "tokenize_files", "tokenize_blocks"]
+from .java_text import NEWER_CAPITALS, java_lower
+
+__all__ = ["PUNCTUATIONS", "jar_output", "tokenize_lines", "tokenize_files"]
 
 #: pycocoevalcap.tokenizer.ptbtokenizer.PUNCTUATIONS (compared in the tests)
 PUNCTUATIONS = frozenset(["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-",
                           ".", "?", "!", ",", ":", "-", "--", "...", ";"])
-#: tokenizer.BLOCK_END: the line written after each block of a multi-block file
-BLOCK_END = "eos"
 
 # --- the jar's Unicode tables, measured by running it on every BMP character (hex ranges; "/2":
 # every other code point). [:letter:]: "x-C" is one THING token; [:digit:]: "C.5" one NUMBER;
@@ -271,135 +268,6 @@ def _quotes(s: str, left: bool) -> str:
 _FRACTIONS = str.maketrans({"\u00bc": "1/4", "\u00bd": "1/2", "\u00be": "3/4", "\u2153": "1/3", "\u2154": "2/3"})
 _CURRENCY = str.maketrans({"\u00a2": "cents", "\u00a3": "#", "\u0080": "$", "\u00a4": "$", "\u20a0": "$", "\u20ac": "$"})
 _PARENS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
-
-#: capitals whose lower case is newer than Java 17's Unicode 13 (14.0; 16.0 for later Pythons): Java keeps them
-_NEWER_CAPITALS = re.compile("([\u2c2f\ua7c0\ua7d0\ua7d6\ua7d8\U00010570-\U0001057a\U0001057c-\U0001058a"
-                             "\U0001058c-\U00010592\U00010594\U00010595\u1c89\ua7cb\ua7cc\ua7da\ua7dc"
-                             "\U00010d50-\U00010d65])")
-
-
-def _java_lower(s: str) -> str:
-    """``String.toLowerCase(Locale.ENGLISH)`` of one token as Java 17 does it."""
-    if _NEWER_CAPITALS.search(s) is not None:
-        return "".join(part if k % 2 else _lower_sigma(part) for k, part in enumerate(_NEWER_CAPITALS.split(s)))
-    return _lower_sigma(s)
-
-
-def _lower_sigma(s: str) -> str:
-    if "\u03a3" not in s:
-        return s.lower()
-    parts = s.split("\u03a3")
-    out = []
-    at = 0
-    bounds = _word_bounds(s)
-    for k, part in enumerate(parts):
-        out.append(part.lower())
-        at += len(part)
-        if k < len(parts) - 1:
-            out.append("\u03c2" if _final_sigma(s, at, bounds) else "\u03c3")
-            at += 1
-    return "".join(out)
-
-
-# --- a capital sigma's lower case in Java: final (ς) when, within the word java.text.BreakIterator
-# (the JDK's word rules) puts it in, a cased letter precedes it and none follows it
-_KANA_RUNS = {"kata": ("kata", "cjk"), "cjk": ("kata", "cjk"), "hira": ("hira", "cjk"), "kanji": ("kanji",)}
-
-
-def _word_kind(c: str) -> str:
-    cat = unicodedata.category(c)
-    if cat == "Cf" and c != "\u00ad":
-        return "ignore"
-    if cat in ("Mn", "Me"):
-        return "mark"
-    if c == "\u3005" or "\u4e00" <= c <= "\u9fa5" or "\uf900" <= c <= "\ufa2d":
-        return "kanji"
-    if "\u30a1" <= c <= "\u30fa" or c in "\u30fd\u30fe":
-        return "kata"
-    if "\u3041" <= c <= "\u3094" or c in "\u309d\u309e":
-        return "hira"
-    if "\u3099" <= c <= "\u309c" or c in "\u30fb\u30fc":
-        return "cjk"
-    if cat[0] == "L" or cat == "Mc":
-        return "letter"
-    return "digit" if cat[0] == "N" else "other"
-
-
-def _word_bounds(s: str) -> set:
-    n = len(s)
-    kinds = [_word_kind(c) for c in s]
-
-    def past_ignored(q):
-        while q < n and kinds[q] == "ignore":
-            q += 1
-        return q
-
-    bounds = {0}
-    p = 0
-    while p < n:
-        kind = kinds[p]
-        q = p + 1
-        if kind in ("letter", "digit"):  # words and numbers, each joined by one inner punctuation mark
-            last, danda = kind, False
-            while True:
-                q2 = past_ignored(q)
-                if q2 >= n:
-                    q = q2
-                    break
-                k2, c = kinds[q2], s[q2]
-                if k2 in ("letter", "digit", "mark"):
-                    if danda and k2 != "digit":
-                        break
-                    danda = False
-                    last = last if k2 == "mark" else k2
-                    q = q2 + 1
-                    continue
-                r = past_ignored(q2 + 1)
-                if last == "letter" and r < n and kinds[r] == "letter" and (
-                        unicodedata.category(c) in ("Pd", "Pc") or c in "\u00ad\u2027\"'."):
-                    q = r
-                elif last == "digit" and r < n and kinds[r] == "digit" and c in "\"',\u066b.":
-                    q = r
-                elif last == "letter" and c in "\u0964\u0965" and not danda:
-                    q, danda = q2 + 1, True  # a danda ends a word; a number may follow
-                else:
-                    if last == "digit" and c in "%&\u00a2\u066a\u2030\u2031":
-                        q = q2 + 1
-                    break
-        elif kind in _KANA_RUNS:
-            while q < n and (kinds[q] in _KANA_RUNS[kind] or kinds[q] == "ignore"):
-                q += 1
-        else:
-            while q < n and kinds[q] in ("mark", "ignore"):
-                q += 1
-        bounds.add(q)
-        p = q
-    # isBoundary() also answers true just after a supplementary character that does not open the text
-    bounds.update(j + 1 for j in range(1, n) if s[j] > "\uffff")
-    return bounds
-
-
-def _cased(c: str) -> bool:
-    if unicodedata.category(c) in ("Lu", "Ll", "Lt"):
-        return True
-    cp = ord(c)  # Java's list of Other_Lowercase / Other_Uppercase
-    return (0x2b0 <= cp <= 0x2b8 or 0x2c0 <= cp <= 0x2c1 or 0x2e0 <= cp <= 0x2e4 or cp in (0x345, 0x37a)
-            or 0x1d2c <= cp <= 0x1d61 or 0x2160 <= cp <= 0x217f or 0x24b6 <= cp <= 0x24e9)
-
-
-def _final_sigma(s: str, k: int, bounds: set) -> bool:
-    i = k
-    while i > 0 and i not in bounds:
-        if _cased(s[i - 1]):
-            j = k + 1
-            while j < len(s) and j not in bounds:
-                if _cased(s[j]):
-                    return False
-                j += 1
-            return True
-        i -= 1
-    return False
-
 
 _SKIP = object()  # whitespace and deleted characters: no token
 _NEWLINE = object()  # a line break of the output
@@ -736,8 +604,8 @@ def _raw_lines(text: str) -> tuple:
 
 
 def _lower_line(line: str) -> str:
-    if "\u03a3" in line or _NEWER_CAPITALS.search(line) is not None:  # per token, as Java lower-cases
-        return "".join(_java_lower(piece) for piece in re.split("([ \n])", line))
+    if "\u03a3" in line or NEWER_CAPITALS.search(line) is not None:  # per token, as Java lower-cases
+        return "".join(java_lower(piece) for piece in re.split("([ \n])", line))
     return line.lower()
 
 
@@ -770,17 +638,3 @@ def tokenize_files(files: Sequence[Sequence[str]]) -> list[list[str]]:
     file of its own (newlines inside a caption become spaces), its last caption read at the end of
     the file."""
     return [tokenize_lines([s.replace("\n", " ") for s in captions]) if captions else [] for captions in files]
-
-
-def tokenize_blocks(blocks: Sequence[Sequence[str]]) -> list[list[str]]:
-    """Each block tokenized as ``tokenizer.ptb_tokenize_blocks`` tokenizes it (an evaluation's
-    references, or its hypotheses): newlines inside a caption become spaces, and the non-empty
-    blocks go through one file, each followed by a :data:`BLOCK_END` line."""
-    todo = [k for k, block in enumerate(blocks) if block]
-    lines = tokenize_lines([line for k in todo for line in (*(s.replace("\n", " ") for s in blocks[k]), BLOCK_END)])
-    out: list[list[str]] = [[] for _ in blocks]
-    start = 0
-    for k in todo:
-        out[k] = lines[start:start + len(blocks[k])]
-        start += len(blocks[k]) + 1
-    return out

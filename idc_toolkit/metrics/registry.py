@@ -34,7 +34,11 @@ def default_families(spice_jars: Optional[str] = None) -> tuple[str, ...]:
 
 
 def resolve_families(names: Optional[Sequence[str]]) -> tuple[str, ...]:
-    """``--metrics`` names (any case, or an alias) -> registry families, in the given order."""
+    """``--metrics`` names (any case, or an alias) -> registry families, in the given order.
+    ``MC`` (multiple-choice accuracy, :mod:`.mc_accuracy`) is a name too, but no family: the
+    scorer adds it from the dataset's questions, so it is passed over here (``["MC"]``: none)."""
+    from .mc_accuracy import is_name
+
     if not names:
         return tuple(METRICS)
     lookup = {}
@@ -45,10 +49,19 @@ def resolve_families(names: Optional[Sequence[str]]) -> tuple[str, ...]:
     out = []
     for name in names:
         family = lookup.get(name.lower())
-        if family is None:
-            raise EvaluationError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
-        out.append(family)
+        if family is None and not is_name(name):
+            raise EvaluationError(f"unknown metric {name!r}; choose from {', '.join([*METRICS, 'MC'])}")
+        if family is not None:
+            out.append(family)
     return tuple(dict.fromkeys(out))
+
+
+def names_multiple_choice(names: Optional[Sequence[str]]) -> Optional[bool]:
+    """Whether ``--metrics`` asks for ``MC_accuracy``: ``None`` where no ``--metrics`` was given
+    (then it is scored wherever the dataset asks questions)."""
+    from .mc_accuracy import is_name
+
+    return None if not names else any(is_name(n) for n in names)
 
 
 def columns(families: Sequence[str]) -> tuple[str, ...]:
@@ -72,11 +85,13 @@ def paper_columns() -> dict[str, str]:
 
 def table_columns() -> dict[str, str]:
     """``{column: short name}`` of every column a paper-shaped table shows where a run has it: the
-    papers' (B4 M R C S), then the judge's and reversibility's (made outside the registry)."""
+    papers' (B4 M R C S), then the judge's, reversibility's and multiple-choice accuracy's (made
+    outside the registry)."""
     from .judge import JudgeScores
+    from .mc_accuracy import ChoiceAccuracy
     from .reverse import ReverseOverlap
 
-    return {**paper_columns(), **JudgeScores.paper_columns, **ReverseOverlap.paper_columns}
+    return {**paper_columns(), **JudgeScores.paper_columns, **ReverseOverlap.paper_columns, **ChoiceAccuracy.paper_columns}
 
 
 def all_columns() -> tuple[str, ...]:

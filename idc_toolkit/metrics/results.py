@@ -25,9 +25,11 @@ class PairCache:
     bootstrap resampling). :meth:`close` releases the metrics' JVMs."""
 
     ids: list[str]
-    hypotheses: list[str]  # tokenized
-    references: list[list[str]]  # tokenized
+    hypotheses: list[str]  # tokenized, of the pairs in ``captioned``
+    references: list[list[str]]  # tokenized, of the pairs in ``captioned``
     metrics: dict[str, Metric] = field(default_factory=dict)
+    #: the positions (in ``ids``) of the pairs that have references, which the caption metrics score
+    captioned: Optional[list[int]] = None
 
     def close(self) -> None:
         for m in self.metrics.values():
@@ -44,3 +46,4 @@ class ScoreResult:
     cache: PairCache
     group_indices: dict[str, list[int]]
     ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    scorer: str = "python"  #: which implementation of the jars' tools scored (:mod:`.implementation`)

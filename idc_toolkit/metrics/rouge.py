@@ -37,4 +37,4 @@ class RougeL(Metric):
         return {"ROUGE_L": self.values}
 
     def resample(self, idx, weights):
-        return {"ROUGE_L": weights @ self.values[idx] / len(idx)}
+        return {"ROUGE_L": weights @ self.values[idx] / weights.sum(axis=1)}  # a row's pairs: its weights' sum

@@ -17,8 +17,9 @@ class CaptionScorer:
     """
 
     def __init__(self, metrics: Optional[Sequence[str]] = None, spice_jars: Optional[str] = None,
-                 bootstrap: int = 0, seed: int = 0):
+                 bootstrap: int = 0, seed: int = 0, scorer: Optional[str] = None):
         self.metrics, self.spice_jars, self.bootstrap, self.seed = metrics, spice_jars, bootstrap, seed
+        self.scorer = scorer
         self.reset()
 
     def reset(self) -> None:
@@ -51,4 +52,5 @@ class CaptionScorer:
         for pid, cat in self._cats.items():
             if cat is not None:
                 groups.setdefault(cat, []).append(pid)
-        return score_groups(self._hyps, self._refs, groups, self.metrics, self.spice_jars, self.bootstrap, self.seed)
+        return score_groups(self._hyps, self._refs, groups, self.metrics, self.spice_jars, self.bootstrap, self.seed,
+                            scorer=self.scorer)

