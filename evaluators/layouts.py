@@ -52,12 +52,19 @@ def _metrics(result: Any) -> list[str]:
 
 @dataclass(frozen=True)
 class RunLabel:
-    """What every pasteable table says about the run: its row label (``--name``) and, for a
-    protocol other than rcc, that its numbers are not comparable with rcc-protocol ones."""
+    """What every pasteable table says about the run: its row label (``--name``), for a
+    protocol other than rcc, that its numbers are not comparable with rcc-protocol ones, and how
+    the model was shown the pairs (``--presentation``), where its run records it."""
 
     name: str = "this run"
     protocol: str = "rcc"
     comparable_with_rcc: bool = True
+    presentation: Optional[str] = None
+
+    @property
+    def shown(self) -> str:
+        """The presentation, as a table's caption states it (empty where the run records none)."""
+        return f"Presentation: {self.presentation}." if self.presentation else ""
 
     @property
     def caveat(self) -> str:
@@ -71,7 +78,7 @@ class RunLabel:
 def _tables(header: list[str], rows: list[list[str]], caption: str, label: RunLabel, layout: str) -> tuple[str, str]:
     from idc_toolkit.escape import latex, markdown_table
 
-    caption = f"{caption} {label.caveat}".strip()
+    caption = " ".join(t for t in (caption, label.shown, label.caveat) if t)
     md = markdown_table(header, rows) + ["", caption]
     tex = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
            " & ".join(latex(h) for h in header) + r" \\", r"\midrule"]
@@ -86,8 +93,8 @@ def total_semantic(result: Any, names: dict[str, str], label: RunLabel) -> tuple
     metrics = _metrics(result)
     header = [""] + [f"{names.get(g, g)} {SHORT[m]}" for g in blocks for m in metrics]
     row = [label.row] + [_cell(result.groups[g].scores.get(m)) for g in blocks for m in metrics]
-    return _tables(header, [row], "Total and semantic-change scores (x100), each group scored on its own.", label,
-                   "total-semantic")
+    return _tables(header, [row], "Total and semantic-change scores (x100), each group scored on its own."
+                   + choice_note(result, blocks, names), label, "total-semantic")
 
 
 def change_types(groups: Any) -> list[str]:
@@ -115,8 +122,19 @@ def by_type(result: Any, names: dict[str, str], label: RunLabel) -> tuple[str, s
         raise EvaluationError("--layout by-type needs categories (change types); this run has none")
     header = ["metric"] + [names.get(t, t) for t in types]
     rows = [[SHORT[m]] + [_cell(result.groups[t].scores.get(m)) for t in types] for m in _metrics(result)]
-    return _tables(header, rows, f"{label.name}: scores (x100) per change type, each type scored on its own.", label,
-                   "by-type")
+    return _tables(header, rows, f"{label.name}: scores (x100) per change type, each type scored on its own."
+                   + choice_note(result, types, names), label, "by-type")
+
+
+def choice_note(result: Any, groups: list[str], names: dict[str, str]) -> str:
+    """The unparsed answers behind the groups' multiple-choice accuracy (Acc), for a table's caption;
+    empty where the run scored no question."""
+    choice = result.cache.metrics.get("MC")
+    if choice is None:
+        return ""
+    counts = [(names.get(g, g), choice.counts(result.group_indices[g])) for g in groups]
+    listed = ", ".join(f"{name} {c['MC_unparsed']} of {c['MC_items']}" for name, c in counts if c["MC_items"])
+    return f" Acc: multiple-choice accuracy, unparsed answers counted as not correct (unparsed: {listed})."
 
 
 def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label: RunLabel = RunLabel()) -> None:
@@ -127,13 +145,16 @@ def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label:
     from idc_toolkit.runs.folder import write_text_atomic
 
     metrics = list(result.metrics)
+    choice = result.cache.metrics.get("MC")  # multiple-choice accuracy: its items and unparsed answers beside it
+    counts = ["MC_items", "MC_unparsed"] if choice is not None else []
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["group", "name", "n", *metrics, "protocol", "comparable_with_rcc"])
+    w.writerow(["group", "name", "n", *metrics, *counts, "protocol", "comparable_with_rcc"])
     for g, scores in result.groups.items():
+        c = choice.counts(result.group_indices[g]) if choice is not None else {}
         w.writerow([csv_text(g), csv_text(names.get(g, g)), scores.n,
                     *["" if scores.scores.get(m) is None else f"{100 * scores.scores[m]:.4f}" for m in metrics],
-                    label.protocol, "yes" if label.comparable_with_rcc else "no"])
+                    *(c[k] for k in counts), label.protocol, "yes" if label.comparable_with_rcc else "no"])
     write_text_atomic(path, buf.getvalue())
 
 

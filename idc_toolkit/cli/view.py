@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..checks import arg_type, at_most, positive_float, positive_int
+from ..presentation import PRESENTATIONS
 from ..viewer.figure import MAX_DPI
 from . import common
 
@@ -44,6 +45,9 @@ def make_figure_parser():
     p.add_argument("--dpi", type=arg_type(at_most(MAX_DPI, positive_int), "--dpi"), default=200,
                    help=f"PNG resolution (at most {MAX_DPI})")
     p.add_argument("--no-mask", dest="mask", action="store_false", help="do not outline change_mask on the after image")
+    p.add_argument("--presentation", choices=list(PRESENTATIONS),
+                   help="draw each pair as idc-eval --model vlm --presentation shows it to the model (one composed image "
+                        "in place of before and after; docs/models.md#presentations)")
     p.add_argument("--overwrite", action="store_true", help="replace a figure of ours written with other settings")
     return p
 
@@ -78,7 +82,8 @@ def _figure(args) -> int:
 
     pairs = [p.strip() for p in args.pairs.split(",") if p.strip()]
     result = write_figure(args.out, pairs=pairs, dataset=args.dataset, split=args.split, evaluations=args.evaluations,
-                          width=args.width, dpi=args.dpi, mask=args.mask, overwrite=args.overwrite)
+                          width=args.width, dpi=args.dpi, mask=args.mask, overwrite=args.overwrite,
+                          presentation=args.presentation)
     print(f"{result.pdf}, {result.png}, {result.tex} ({len(result.pairs)} pair(s))")
     return 0
 

@@ -55,6 +55,18 @@ class Runner:
         return {name: getattr(args, name) for name in cls.option_names() if hasattr(args, name)}
 
     @classmethod
+    def resolve_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The options as the run records and fingerprints them (every option given or defaulted):
+        two spellings of one setting become one (as they are; a runner may override)."""
+        return options
+
+    @classmethod
+    def dataset_options(cls, columns: list[str], options: dict[str, Any]) -> dict[str, Any]:
+        """Options the dataset's columns add to the run (its fingerprint, ``model.json``, the
+        runner's keywords): none by default; the VLM asks a dataset's multiple-choice questions."""
+        return {}
+
+    @classmethod
     def check_dataset(cls, columns: list[str], facts: dict[str, Any], options: dict[str, Any], where: str) -> None:
         """Fail before any model is loaded when the dataset cannot be run (missing columns, ...)."""
         from ..errors import IDCError

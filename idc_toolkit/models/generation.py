@@ -92,12 +92,13 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
     runner_cls.check_base_model(run.base_model)
     out_dir = output_folder(out_dir, IDCError)
     dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
-    options = {**runner_cls.option_defaults(), **(options or {})}
+    options = runner_cls.resolve_options({**runner_cls.option_defaults(), **(options or {})})
     base_model, revision, adapter, dtype, limit = run.base_model, run.revision, run.adapter, run.dtype, run.limit
     adapter_path = resolve_adapter(adapter, run.adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split, progress)
     facts = dataset_facts(dataset)
     runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
+    options = {**options, **runner_cls.dataset_options(list(features), options)}
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,

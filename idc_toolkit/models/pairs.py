@@ -23,12 +23,12 @@ def stacked_pair(before: Image.Image, after: Image.Image, resize_blur: bool = Fa
     gives the same image. ``pair_id=None`` draws it from torch's generator on every call, as
     torchvision's transform does (``idc-train --variant released``).
     """
+    from ..presentation import stack
+
     b, a = before.convert("RGB"), after.convert("RGB")
     if resize_blur:
         b = b.resize(a.size, Image.BICUBIC)
-    canvas = Image.new("RGB", (max(b.width, a.width), b.height + a.height))
-    canvas.paste(b, (0, 0))
-    canvas.paste(a, (0, b.height))
+    canvas = stack(b, a)  # the VLM runner's --presentation stacked
     if resize_blur:
         import random
 

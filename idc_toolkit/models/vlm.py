@@ -5,28 +5,35 @@ Qwen2.5-VL, LLaVA-OneVision, Idefics3 / SmolVLM, ...), run the way such models a
 run: ``AutoProcessor`` + ``AutoModelForImageTextToText``; the before and after images as two
 images of one user turn, in that order, followed by the prompt, rendered with the model's own
 chat template; greedy decoding of ``--max-new-tokens`` with left padding (the batch decodes what
-one pair at a time decodes); bf16 on a GPU. A model that takes one image gets the stacked pair
-(BLIP2IDC's layout: before above after) with ``--single-image``.
+one pair at a time decodes); bf16 on a GPU. ``--presentation`` shows the pair another way
+(:mod:`idc_toolkit.presentation`: side by side, stacked, a labelled grid, an overlay, with the
+difference image); a model that takes one image gets the stacked pair (BLIP2IDC's layout:
+before above after) with ``--single-image``, as ``--presentation stacked``. The presentation is
+recorded in ``model.json`` and the run's fingerprint.
 
 The prompt is a preset per dataset style (:data:`PROMPTS`: scene change, image edit, remote
-sensing), chosen from the dataset card's facts (a dataset without them needs
-``--prompt-preset`` or ``--prompt``), or ``--prompt`` / ``--prompt-file``. The answer is
+sensing; each presentation has its own, describing its layout), chosen from the dataset card's
+facts (a dataset without them needs ``--prompt-preset`` or ``--prompt``), or ``--prompt`` / ``--prompt-file``. The answer is
 cleaned to one caption by :func:`clean_answer` (its rule, :data:`ANSWER_RULE`, is stored in
-``model.json`` with the prompt).
+``model.json`` with the prompt). A dataset whose items ask multiple-choice questions is asked
+them instead, unless a prompt is given: each its question with its lettered choices
+(:mod:`idc_toolkit.multiple_choice`), the raw answer kept for the scorer to read.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from ..checks import positive_int
 from ..errors import IDCError
 from ..facts import DatasetFacts
 from ..options import add_options, check_fields, option
-from ..prompts import ANSWER_RULE, PROMPTS, STACKED_PROMPTS, clean_answer, preset_for
+from ..presentation import DEFAULT_PRESENTATION, PRESENTATIONS, get_presentation, presentation_help
+from ..prompts import ANSWER_RULE, PROMPTS, STACKED_PROMPTS, clean_answer, preset_for  # noqa: F401 (the presets, as before)
 from ..devices import load_weights, resolve_dtype
+from ..multiple_choice import COLUMNS as QUESTION_COLUMNS, CHOICE_ORDER_RULE, QUESTION, asks, fingerprint_fields
 from .base import Runner
 
 MAX_NEW_TOKENS = 40
@@ -34,13 +41,36 @@ MAX_NEW_TOKENS = 40
 
 @dataclass
 class Options:
-    """The VLM runner's options besides the prompt (``--prompt`` / ``--prompt-file`` / ``--prompt-preset``)."""
+    """The VLM runner's options, one object from the command line or Python to the runner
+    (``--prompt-file`` fills ``prompt`` with its file's text)."""
 
-    single_image: bool = option(False, "the model takes one image: show it the stacked pair (before above after)")
+    prompt: Optional[str] = option(None, "the instruction after the pair's images (default: the preset of the dataset's "
+                                         "style for the presentation)", check=lambda flag, text: check_prompt(flag, text))
+    prompt_preset: Optional[str] = option(None, "a preset instead of the one the dataset card's facts call for",
+                                          choices=tuple(sorted(PROMPTS)))
+    presentation: str = option(DEFAULT_PRESENTATION, presentation_help, choices=tuple(PRESENTATIONS))
+    single_image: bool = option(False, "the model takes one image: show it the stacked pair (before above after), "
+                                       "as --presentation stacked does")
     max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.single_image and get_presentation(self.presentation).images > 1:
+            self.presentation = "stacked"  # what --single-image has always shown
+        self.single_image = get_presentation(self.presentation).images == 1  # what the model is shown, one or two images
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> "Options":
+        """The options among ``options`` (a runner's keywords: other keys are not the VLM's)."""
+        if isinstance(options.get("options"), cls):
+            return options["options"]
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
+
+
+#: the options the command line adds to ``--prompt``'s mutually exclusive group, and after it
+PROMPT_OPTIONS = ("prompt", "prompt_preset")
+RUNNER_OPTIONS = ("presentation", "single_image", "max_new_tokens")
 
 
 #: the image and video placeholders of the chat models' templates (Qwen2-VL's <|vision_start|>, <|image_pad|>,
@@ -87,32 +117,51 @@ def special_tokens(processor) -> list[str]:
 class VlmInputs:
     """The chat-formatted pair and greedy decoding of one processor."""
 
-    def __init__(self, processor, prompt: str, single_image: bool, max_new_tokens: int = MAX_NEW_TOKENS):
-        self.processor, self.prompt, self.single_image, self.max_new_tokens = processor, prompt, single_image, max_new_tokens
+    #: ask a row that holds a multiple-choice question that question (:meth:`question`) and keep
+    #: its raw answer, which the scorer reads (:mod:`idc_toolkit.multiple_choice`)
+    questions = False
+
+    def __init__(self, processor, prompt: str, single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS,
+                 presentation: Optional[str] = None):
+        #: how the pair is shown (``None``: the two images, or the stacked pair for ``single_image``)
+        self.presentation = get_presentation(presentation or ("stacked" if single_image else DEFAULT_PRESENTATION))
+        self.single_image = self.presentation.images == 1
+        self.processor, self.prompt, self.max_new_tokens = processor, prompt, max_new_tokens
         tokenizer = processor.tokenizer
         tokenizer.padding_side = "left"  # decoder-only generation: the answer starts where every prompt ends
         if tokenizer.pad_token is None:  # Llama-family chat tokenizers ship without one; padding is masked anyway
             tokenizer.pad_token = tokenizer.eos_token
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self, prompt: Optional[str] = None) -> list[dict[str, Any]]:
         images = [{"type": "image"}] * (1 if self.single_image else 2)
-        return [{"role": "user", "content": [*images, {"type": "text", "text": self.prompt}]}]
+        return [{"role": "user", "content": [*images, {"type": "text", "text": prompt or self.prompt}]}]
 
-    def text(self) -> str:
-        return self.processor.apply_chat_template(self.messages(), add_generation_prompt=True, tokenize=False)
+    def text(self, prompt: Optional[str] = None) -> str:
+        return self.processor.apply_chat_template(self.messages(prompt), add_generation_prompt=True, tokenize=False)
+
+    def asks(self, row: dict[str, Any]) -> bool:
+        """Whether ``row`` is asked its multiple-choice question rather than the prompt."""
+        return self.questions and asks(row.get(QUESTION))
+
+    def question(self, row: dict[str, Any]) -> str:
+        """The row's question with its lettered choices (:func:`idc_toolkit.multiple_choice.prompt`)."""
+        from ..multiple_choice import item_of_row, prompt
+
+        try:
+            it = item_of_row(row)
+        except ValueError as exc:
+            raise IDCError(str(exc)) from None
+        return check_prompt(f"pair {it.pair_id!r}: its question", prompt(it, one_image=self.single_image))
 
     def images(self, row: dict[str, Any]) -> list:
-        before, after = row["before"].convert("RGB"), row["after"].convert("RGB")
-        if self.single_image:
-            from .pairs import stacked_pair
-
-            return [stacked_pair(before, after)]
-        return [before, after]
+        """The pair's images as its presentation shows them (:mod:`idc_toolkit.presentation`)."""
+        return self.presentation(row["before"], row["after"])
 
     def build(self, rows: list[dict[str, Any]]):
         """The processor's batch for ``rows`` (left-padded)."""
         text = self.text()
-        return self.processor(text=[text] * len(rows), images=[self.images(r) for r in rows], padding=True, return_tensors="pt")
+        texts = [self.text(self.question(r)) if self.asks(r) else text for r in rows]
+        return self.processor(text=texts, images=[self.images(r) for r in rows], padding=True, return_tensors="pt")
 
     def answers(self, model, rows: list[dict[str, Any]]) -> list[str]:
         """The model's raw answers (the generated tokens only, special tokens skipped)."""
@@ -125,7 +174,8 @@ class VlmInputs:
         return self.processor.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
 
     def decode(self, model, rows: list[dict[str, Any]]) -> list[str]:
-        return [clean_answer(a) for a in self.answers(model, rows)]
+        """One caption per row (:func:`clean_answer`); the raw answer where the row was asked its question."""
+        return [a if self.asks(r) else clean_answer(a) for a, r in zip(self.answers(model, rows), rows)]
 
 
 class VlmRunner(Runner):
@@ -135,45 +185,52 @@ class VlmRunner(Runner):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        from ..checks import arg_type
-
         prompt = group.add_mutually_exclusive_group()
-        prompt.add_argument("--prompt", type=arg_type(check_prompt, "--prompt"),
-                            help="vlm: the instruction after the two images (default: the dataset style's preset)")
+        add_options(prompt, Options, PROMPT_OPTIONS[:1], "vlm: ")
         prompt.add_argument("--prompt-file", dest="prompt", type=_prompt_file_type, metavar="FILE",
                             help="vlm: read the instruction from FILE")
-        prompt.add_argument("--prompt-preset", choices=sorted(PROMPTS),
-                            help="vlm: a preset instead of the one the dataset card's facts call for")
-        add_options(group, Options, ("single_image", "max_new_tokens"), "vlm: ")
+        add_options(prompt, Options, PROMPT_OPTIONS[1:], "vlm: ")
+        add_options(group, Options, RUNNER_OPTIONS, "vlm: ")
 
     @classmethod
-    def resolve_prompt(cls, facts: DatasetFacts, prompt: Optional[str], prompt_preset: Optional[str], single_image: bool,
-                       where: str) -> str:
+    def resolve_prompt(cls, facts: DatasetFacts, prompt: Optional[str], prompt_preset: Optional[str],
+                       presentation: Union[str, bool], where: str) -> str:
+        """The prompt: ``prompt`` as given, else the preset of the dataset's style for ``presentation``
+        (a name; ``True`` / ``False``: ``--single-image``'s stacked pair / the two images)."""
         if prompt is not None:
             return check_prompt("--prompt", prompt)
         preset = prompt_preset or preset_for(facts)
         if preset is None:
             raise IDCError(f"{where}: its card records no pair style, which decides the prompt; pass --prompt-preset "
                            f"{'|'.join(sorted(PROMPTS))} or --prompt")
-        return (STACKED_PROMPTS if single_image else PROMPTS)[preset]
+        if isinstance(presentation, bool):
+            presentation = "stacked" if presentation else DEFAULT_PRESENTATION
+        return get_presentation(presentation).prompts[preset]
+
+    @classmethod
+    def resolve_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """``--single-image`` and ``--presentation stacked`` are one run (one fingerprint)."""
+        return {**options, **asdict(Options.of(options))}
 
     @classmethod
     def check_dataset(cls, columns, facts, options, where) -> None:
         super().check_dataset(columns, facts, options, where)
-        Options(**{k: options[k] for k in ("single_image", "max_new_tokens") if k in options})
-        cls.resolve_prompt(facts, options.get("prompt"), options.get("prompt_preset"), bool(options.get("single_image")), where)
+        o = Options.of(options)
+        cls.resolve_prompt(facts, o.prompt, o.prompt_preset, o.presentation, where)
 
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
-                 revision: Optional[str] = None, prompt: Optional[str] = None, prompt_preset: Optional[str] = None,
-                 single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS, **_: Any):
+                 revision: Optional[str] = None, **options: Any):
+        """``options``: the fields of :class:`Options` as keywords (``prompt=...``, ``presentation=...``),
+        or one ``options=Options(...)``."""
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
+        self.options = o = Options.of(options)
         kwargs = {"revision": revision} if revision else {}
         self.dtype = resolve_dtype(dtype, device)
         processor = AutoProcessor.from_pretrained(base_model, **kwargs)
         if getattr(processor, "tokenizer", None) is None or getattr(processor, "chat_template", None) is None:
             raise IDCError(f"{base_model}: its processor has no tokenizer or no chat template; --model vlm runs chat models")
-        text = self.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model)
+        text = self.resolve_prompt(facts, o.prompt, o.prompt_preset, o.presentation, base_model)
         check_prompt("--prompt", text, special_tokens(processor))  # before the weights load
         model = load_weights(AutoModelForImageTextToText, base_model, dtype=self.dtype, **kwargs)
         if adapter:
@@ -181,19 +238,39 @@ class VlmRunner(Runner):
 
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
-        self.inputs = VlmInputs(processor, text, single_image, max_new_tokens)
+        self.inputs = VlmInputs(processor, text, max_new_tokens=o.max_new_tokens, presentation=o.presentation)
+        self.inputs.questions = bool(options.get("multiple_choice"))  # dataset_options: the items ask questions
 
     @classmethod
-    def description(cls, base_model, adapter, device, dtype, facts, revision=None, prompt: Optional[str] = None,
-                    prompt_preset: Optional[str] = None, single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS,
-                    **_: Any) -> dict[str, Any]:
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, **options: Any) -> dict[str, Any]:
+        o = Options.of(options)
         return {**super().description(base_model, adapter, device, dtype, facts, revision),
-                "preprocess": "stacked pair, one image (--single-image)" if single_image
-                else "two images in one user turn: before, then after",
-                "prompt": cls.resolve_prompt(facts, prompt, prompt_preset, single_image, base_model),
+                "presentation": o.presentation,
+                "preprocess": get_presentation(o.presentation).description,
+                "prompt": cls.resolve_prompt(facts, o.prompt, o.prompt_preset, o.presentation, base_model),
                 "chat_template": "the model's own (apply_chat_template, generation prompt added)",
-                "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding",
-                "answer_cleaning": ANSWER_RULE}
+                "generation": f"greedy, max_new_tokens={o.max_new_tokens}, left padding",
+                "answer_cleaning": ANSWER_RULE, **cls.questions_described(options)}
+
+    @classmethod
+    def dataset_options(cls, columns: list[str], options: dict[str, Any]) -> dict[str, Any]:
+        """A dataset whose items ask multiple-choice questions (the columns
+        :data:`~idc_toolkit.multiple_choice.COLUMNS`) is asked them, unless ``--prompt``,
+        ``--prompt-file`` or ``--prompt-preset`` names an instruction: the question's template and
+        the choice order then join the run's options (its fingerprint, ``model.json``)."""
+        if all(c in columns for c in QUESTION_COLUMNS) and options.get("prompt") is None \
+                and options.get("prompt_preset") is None:
+            return {"multiple_choice": fingerprint_fields(with_prompt=True)}
+        return {}
+
+    @staticmethod
+    def questions_described(options: dict[str, Any]) -> dict[str, Any]:
+        """What ``model.json`` says of a run that asked questions (nothing for one that did not)."""
+        if not options.get("multiple_choice"):
+            return {}
+        return {"multiple_choice": {**options["multiple_choice"], "choice_order_rule": CHOICE_ORDER_RULE},
+                "answer_cleaning": f"a row asked its question: none, the raw answer is the prediction (idc-eval reads "
+                                   f"its letter, docs/scoring.md); any other row: {ANSWER_RULE}"}
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
         return self.inputs.decode(self.model, rows)

@@ -2,13 +2,17 @@
 
 One row per pair: the before image, the after image (the change mask outlined when asked and
 present), then the references and each system's caption with its per-pair CIDEr from the
-evaluation's own ``per_pair.csv``. Written as ``figure.pdf`` (one page, vector text) and
+evaluation's own ``per_pair.csv``. With ``presentation`` (``--presentation``, not ``two_images``)
+the before and after columns give way to the one image that presentation composes of the pair,
+as ``--model vlm --presentation`` shows it to a model (:mod:`idc_toolkit.presentation`).
+Written as ``figure.pdf`` (one page, vector text) and
 ``figure.png`` (``width`` inches at ``dpi``: ``width * dpi`` pixels wide), plus ``figure.tex``,
 the snippet that includes the PDF.
 """
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,14 @@ MAX_DPI = 1200
 MAX_PIXELS = 200_000_000
 #: a row's height, in units of the figure's width
 ROW_HEIGHT = 0.27
+#: the width of the composed image's column, in units of the text column's (before and after take 1 each)
+COMPOSED_WIDTH = 2.0
+TEXT_WIDTH = 1.6
+#: with a composed image: the figure's side margins (a fraction of its width), the room above the
+#: first row for its title and below the last, in inches
+COMPOSED_MARGIN = 0.02
+TITLE_INCHES = 0.3
+MARGIN_INCHES = 0.08
 
 
 def check_size(width: float, dpi: int, rows: int = 1) -> tuple[float, int]:
@@ -71,8 +83,9 @@ def default_pairs(rows, features, most: int = 6) -> list[str]:
 
 def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, split: Optional[str] = None,
                  evaluations: Sequence[Path | str] = (), width: float = 7.0, dpi: int = 200, mask: bool = True,
-                 wrap: int = 60, overwrite: bool = False) -> FigureResult:
-    """Write the panel for ``pairs`` (in that order; none given: :func:`default_pairs`) into ``out``."""
+                 wrap: int = 60, overwrite: bool = False, presentation: Optional[str] = None) -> FigureResult:
+    """Write the panel for ``pairs`` (in that order; none given: :func:`default_pairs`) into ``out``;
+    ``presentation``: each pair drawn as that presentation composes it (module docstring)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -83,6 +96,11 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     from ..runs.rows import decode_image, open_split
     from .images import MASK_COLOUR, mask_outline
 
+    from ..presentation import DEFAULT_PRESENTATION, get_presentation
+
+    composed = get_presentation(presentation) if presentation is not None else None  # an unknown name: before any work
+    if composed is not None and composed.name == DEFAULT_PRESENTATION:
+        composed = None  # the two images, as the panel always draws them
     width, dpi = check_size(width, dpi)
     runs = unique_names([read_evaluation(e) for e in evaluations])
     split = split or next((ev.split for ev in runs if ev.split), None) or "test"
@@ -102,7 +120,8 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     if missing:
         raise IDCError(f"--pairs: {', '.join(map(repr, missing[:5]))} not in split {split!r} of {dataset}")
     fields = {"pairs": list(pairs), "dataset": fingerprint, "split": split, "evaluations": [[e.name, e.content_hash] for e in runs],
-              "width": width, "dpi": dpi, "mask": mask, "wrap": wrap, "toolkit": __version__}
+              "width": width, "dpi": dpi, "mask": mask, "wrap": wrap, "toolkit": __version__,
+              **({"presentation": presentation} if presentation is not None else {})}
     out_dir = output_folder(out, IDCError)
     folder = RunFolder(out_dir, "figure", fields, owned=OWNED, card_record=False, record_file="figure.json").open(overwrite)
     result = FigureResult(out_dir / "figure.pdf", out_dir / "figure.png", out_dir / "figure.tex", tuple(pairs))
@@ -112,14 +131,29 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     names = _category_names(features)
     n = len(pairs)
     row_height = width * ROW_HEIGHT
-    fig, axes = plt.subplots(n, 3, figsize=(width, row_height * n), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 1, 1.6], "wspace": 0.05, "hspace": 0.12})
+    decoded = {pid: (decode_image(wanted[pid]["before"]).convert("RGB"), decode_image(wanted[pid]["after"]).convert("RGB"))
+               for pid in pairs}
+    shown = {pid: composed(*decoded[pid])[0] for pid in pairs} if composed is not None else {}
+    ratios = [COMPOSED_WIDTH, TEXT_WIDTH] if composed is not None else [1, 1, TEXT_WIDTH]
+    grid = {"width_ratios": ratios, "wspace": 0.05, "hspace": 0.12}
+    height = row_height * n
+    if composed is not None:  # each row as high as the tallest composed image needs at its column's width
+        column = width * (1 - 2 * COMPOSED_MARGIN) * COMPOSED_WIDTH / (COMPOSED_WIDTH + TEXT_WIDTH)
+        tallest = max(im.height / im.width for im in shown.values())
+        row_height = min(max(column * tallest, row_height / 2), 2 * row_height)
+        height = row_height * (n + grid["hspace"] * (n - 1)) + TITLE_INCHES + MARGIN_INCHES
+        grid.update(left=COMPOSED_MARGIN, right=1 - COMPOSED_MARGIN, top=1 - TITLE_INCHES / height,
+                    bottom=MARGIN_INCHES / height)
+        check_size(width, dpi, math.ceil(height / (width * ROW_HEIGHT)))  # the PNG's real height
+    fig, axes = plt.subplots(n, len(ratios), figsize=(width, height), squeeze=False, gridspec_kw=grid)
     for r, pid in enumerate(pairs):
         row = wanted[pid]
-        before, after = decode_image(row["before"]).convert("RGB"), decode_image(row["after"]).convert("RGB")
-        for c, (image, label) in enumerate(((before, "before"), (after, "after"))):
+        before, after = decoded[pid]
+        panels = ([(shown[pid], f"{composed.name} (as the model is shown it)")] if composed is not None
+                  else [(before, "before"), (after, "after")])
+        for c, (image, label) in enumerate(panels):
             ax = axes[r][c]
-            if c == 1 and mask and row.get("change_mask"):
+            if composed is None and c == 1 and mask and row.get("change_mask"):
                 import numpy as np
 
                 pixels = np.asarray(image).copy()
@@ -142,7 +176,7 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
             cider = result_row.scores.get("CIDEr")
             head = f"{ev.name}" + (f" [CIDEr {100 * cider:.1f}]" if cider is not None else "") + ": "
             lines += _wrap(head + result_row.caption, wrap)
-        text_ax = axes[r][2]
+        text_ax = axes[r][len(ratios) - 1]
         text_ax.axis("off")
         text_ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="serif", transform=text_ax.transAxes, parse_math=False)
 

@@ -20,8 +20,9 @@ from ..errors import IDCError
 from ..escape import csv_text_read
 from ..files import read_json
 
-#: per_pair.csv columns that are not scores
-PER_PAIR_TEXT = ("pair_id", "category", "prediction", "references", "groups", "judgement")
+#: per_pair.csv columns that are not scores (the last three: a multiple-choice item's letter read, correct letter, outcome)
+PER_PAIR_TEXT = ("pair_id", "category", "prediction", "references", "groups", "judgement", "mc_letter", "mc_correct_letter",
+                 "mc_result")
 #: the ``name`` an evaluation gets when ``--name`` was not given
 DEFAULT_RUN_NAME = "this run"
 
@@ -36,6 +37,7 @@ class PairResult:
     scores: dict[str, float]
     groups: tuple[str, ...] = ()
     judgement: str = ""  #: what ``--judge`` said of the pair (per_pair.csv's judgement column)
+    choice: str = ""  #: a multiple-choice item's answer as read: the letter, the correct letter, the outcome
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Evaluation:
     score_names: tuple[str, ...]
     attention_dir: Optional[Path]
     content_hash: str = field(default="")
+    #: how the model was shown the pairs (``--presentation``), where its run records it
+    presentation: Optional[str] = None
 
     def table(self) -> dict[str, Any]:
         """The evaluation's overall, change-only and per-group rows and bootstrap intervals, for the page's header."""
@@ -64,9 +68,14 @@ class Evaluation:
             from ..metrics.judge import answers_line
 
             answers = answers_line(answers)
-        return {"name": self.name, "split": self.split, "protocol": self.protocol,
+        choices = (self.metrics.get("meta") or {}).get("multiple_choice")
+        if choices:
+            from ..metrics.mc_accuracy import counts_line
+
+            choices = counts_line(choices)
+        return {"name": self.name, "split": self.split, "protocol": self.protocol, "presentation": self.presentation,
                 "comparable_with_rcc": self.comparable_with_rcc, "rows": rows, "ci": self.metrics.get("ci") or {},
-                "metrics": [m for m in self.score_names], "judge_answers": answers or ""}
+                "metrics": [m for m in self.score_names], "judge_answers": answers or "", "choice_answers": choices or ""}
 
 
 def read_evaluation(folder: Path | str) -> Evaluation:
@@ -92,7 +101,8 @@ def read_evaluation(folder: Path | str) -> Evaluation:
                       protocol=str(protocol.get("name", "rcc")), comparable_with_rcc=bool(protocol.get("comparable_with_rcc", True)),
                       metrics=metrics, pairs=pairs, score_names=score_names,
                       attention_dir=attention if attention.is_dir() else None,
-                      content_hash=hashlib.sha256(raw + metrics_file.read_bytes()).hexdigest()[:16])
+                      content_hash=hashlib.sha256(raw + metrics_file.read_bytes()).hexdigest()[:16],
+                      presentation=meta.get("presentation") if isinstance(meta.get("presentation"), str) else None)
 
 
 def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple[str, ...]]:
@@ -111,8 +121,12 @@ def _read_per_pair(path: Path, raw: bytes) -> tuple[dict[str, PairResult], tuple
         except ValueError as exc:
             raise IDCError(f"{path}, line {line} (pair {row.get('pair_id')!r}): {exc}") from None
         groups = tuple(g for g in (row.get("groups") or "").split(";") if g)
+        choice = ""
+        if row.get("mc_result"):
+            choice = (f"read {row.get('mc_letter') or 'no letter'}, correct {row.get('mc_correct_letter')}: "
+                      f"{row['mc_result']}")
         pairs[row["pair_id"]] = PairResult(caption=row["prediction"], references=references, category=row.get("category") or "",
-                                           scores=scores, groups=groups, judgement=row.get("judgement") or "")
+                                           scores=scores, groups=groups, judgement=row.get("judgement") or "", choice=choice)
     return pairs, score_names
 
 

@@ -35,7 +35,7 @@
         var sd = row.sd[c];
         tr.appendChild(el("td", x100(row.mean[c]) + (sd === null || sd === undefined ? "" : " (" + x100(sd) + ")")));
       });
-      tr.appendChild(el("td", row.protocol));
+      tr.appendChild(el("td", row.protocol + (row.presentation ? "; presentation " + row.presentation : "")));
       tr.appendChild(el("td", row.sources.join("; "), "small"));
       tr.appendChild(el("td", row.caveats.join("; "), "caveat"));
       table.appendChild(tr);
@@ -56,9 +56,11 @@
     SITE.systems.forEach(function (sys) {
       var metrics = SHOWN_METRICS.filter(function (m) { return sys.metrics.indexOf(m) >= 0; });
       var table = el("table");
-      var cap = el("caption", sys.name + (sys.split ? " [" + sys.split + "]" : "") + " (protocol " + sys.protocol + ")");
+      var cap = el("caption", sys.name + (sys.split ? " [" + sys.split + "]" : "") + " (protocol " + sys.protocol +
+        (sys.presentation ? ", presentation " + sys.presentation : "") + ")");
       if (!sys.comparable_with_rcc) cap.appendChild(el("span", " not comparable with rcc", "caveat"));
       if (sys.judge_answers) cap.appendChild(el("div", sys.judge_answers, "caveat"));
+      if (sys.choice_answers) cap.appendChild(el("div", sys.choice_answers, "caveat"));
       table.appendChild(cap);
       var head = el("tr");
       ["group", "n"].concat(metrics).forEach(function (m) { head.appendChild(el("th", m)); });
@@ -200,6 +202,7 @@
         tr.appendChild(el("td", SITE.systems[k].name, "text"));
         var cell = el("td", s.caption, "text caption");
         if (s.judgement) cell.appendChild(el("div", "judge: " + s.judgement, "judgement"));
+        if (s.choice) cell.appendChild(el("div", "multiple choice: " + s.choice, "judgement"));
         tr.appendChild(cell);
         metrics.forEach(function (m) { tr.appendChild(el("td", x100(s.scores[m]))); });
         table.appendChild(tr);
