@@ -114,8 +114,8 @@ def test_compare(demo_dataset, tmp_path, capsys):
 
 
 def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, monkeypatch):
-    """A and B share one set of JVMs (loading one costs ~6 s of a core), with the values of
-    separate evaluations of A and of B."""
+    """With the jars (``--scorer java``), A and B share one set of JVMs (loading one costs ~6 s of
+    a core), with the values of separate evaluations of A and of B (and of the Python scorer)."""
     from idc_toolkit.evaluators.compare import compare_systems
     from idc_toolkit.evaluators.scoring import evaluate_predictions
     from idc_toolkit.metrics import meteor
@@ -128,11 +128,15 @@ def test_compare_scores_both_systems_on_one_meteor_jvm(demo_dataset, tmp_path, m
     acquired = []
     original = meteor.acquire_process
     monkeypatch.setattr(meteor, "acquire_process", lambda *a: acquired.append(1) or original(*a))
-    report = compare_systems(a, b, dataset=str(demo_dataset), metrics=["METEOR"], bootstrap=20)
+    report = compare_systems(a, b, dataset=str(demo_dataset), metrics=["METEOR"], bootstrap=20, scorer="java")
     assert len(acquired) == meteor.meteor_workers()  # not one set per system
-    for system, key in ((a, "a"), (b, "b")):
-        alone = evaluate_predictions(system, dataset=str(demo_dataset), metrics=["METEOR"], breakdown=False)
-        assert report["metrics"]["METEOR"][key] == alone["overall"]["METEOR"]
+    for scorer in ("java", "python"):
+        asked_before = len(acquired)
+        for system, key in ((a, "a"), (b, "b")):
+            alone = evaluate_predictions(system, dataset=str(demo_dataset), metrics=["METEOR"], breakdown=False,
+                                         scorer=scorer)
+            assert report["metrics"]["METEOR"][key] == alone["overall"]["METEOR"], scorer
+    assert len(acquired) == asked_before  # the Python scorer asks for no JVM
 
 
 def test_scoring_predictions_does_not_import_torch(demo_dataset, tmp_path):

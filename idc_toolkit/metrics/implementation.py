@@ -50,9 +50,7 @@ def using(name: Optional[str]) -> Iterator[str]:
 
 
 def describe(name: str) -> str:
-    """How ``metrics.json`` names the implementation that scored."""
+    """How ``metrics.json`` names the implementation that scored (the JVM's version is its own field)."""
     if name == JAVA:
-        from .tokenizer import java_version
-
-        return f"java: pycocoevalcap's jars ({java_version()})"
+        return "java: pycocoevalcap's jars"
     return "python: idc_toolkit.metrics.ptb and meteor_align (equal to pycocoevalcap's jars)"

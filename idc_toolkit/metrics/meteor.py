@@ -24,10 +24,10 @@ from typing import Optional, Sequence
 
 from ..errors import EvaluationError
 from .base import Metric
-from .meteor_stats import aggregate_statistics, meteor_score
+from .implementation import JAVA
+from .meteor_stats import aggregate_statistics, meteor_score, score_line
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
-from .implementation import JAVA
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -53,12 +53,6 @@ def check_lengths(ids: Sequence[str], hypotheses: Sequence[str], references: Seq
             if len(text) > MAX_METEOR_CHARS:
                 raise EvaluationError(f"pair {pid!r}: its {what} has {len(text):,} characters, more than METEOR can align "
                                       f"({MAX_METEOR_CHARS:,}); check that caption, or score without METEOR (--metrics)")
-
-
-def score_line(hypothesis: str, references: Sequence[str]) -> str:
-    """The ``SCORE`` line pycocoevalcap's ``Meteor._stat`` sends, byte for byte."""
-    hypothesis = hypothesis.replace("|||", "").replace("  ", " ")
-    return " ||| ".join(("SCORE", " ||| ".join(references), hypothesis))
 
 
 class MeteorProcess:

@@ -2,7 +2,7 @@
 ``java -jar meteor-1.5.jar - - -stdio -l en -norm`` writes for a segment.
 
 :func:`segment_statistics` answers what the jar answers to the line that
-:func:`.meteor.score_line` builds (pycocoevalcap's ``SCORE ||| ref1 ||| ... ||| hyp``);
+:func:`.meteor_stats.score_line` builds (pycocoevalcap's ``SCORE ||| ref1 ||| ... ||| hyp``);
 :func:`statistics` does a batch. What the jar does, and so what is done here:
 
 * the line is split on ``|||`` (Java's ``split``: trailing empty parts dropped) and each part
@@ -424,7 +424,7 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
     """The jar's ``SCORE`` answer for each (hypothesis, references) segment, in order, as
     :meth:`.meteor.MeteorProcess.statistics` returns it. Text the jar would read as more than
     one line (a line break in a caption) is refused."""
-    from .meteor import score_line
+    from .meteor_stats import score_line
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")

@@ -93,3 +93,9 @@ def stats_line(row) -> str:
     """A statistics line for METEOR's own ``EVAL`` (the reference :func:`meteor_score` is tested
     against): METEOR scores it as the corpus of the segments summed into it."""
     return " ".join(repr(float(v)) for v in row)
+
+
+def score_line(hypothesis: str, references) -> str:
+    """The ``SCORE`` line pycocoevalcap's ``Meteor._stat`` sends, byte for byte (a segment's key)."""
+    hypothesis = hypothesis.replace("|||", "").replace("  ", " ")
+    return " ||| ".join(("SCORE", " ||| ".join(references), hypothesis))
