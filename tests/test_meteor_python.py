@@ -31,6 +31,7 @@ def differences(jvm, hyps, refs, expected=None) -> list:
     return [(h, r, a, b) for h, r, a, b in zip(hyps, refs, ours, theirs) if a != b]
 
 
+@pytest.mark.scale
 def test_real_captions_and_published_predictions(jvm, shared):
     sets = bench.real_segments(shared, per_source=1500)
     assert {"ddla predictions", "spot-the-diff", "dubai-cc"} <= set(sets)
@@ -46,6 +47,7 @@ def test_demo_captions(jvm):
     assert differences(jvm, hyps, refs) == []
 
 
+@pytest.mark.scale
 def test_generated_hard_segments(jvm):
     hyps, refs = bench.hard_segments(10_000, seed=3)
     stats = jvm.statistics(hyps, refs)

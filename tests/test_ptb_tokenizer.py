@@ -225,6 +225,7 @@ def test_punctuations_are_pycocoevalcaps():
     assert ptb.PUNCTUATIONS == set(tokenizer._punctuations())
 
 
+@pytest.mark.scale
 def test_real_captions(real):
     lines, jar = real
     assert len(lines) > 90_000
@@ -271,6 +272,7 @@ def test_tokens_across_lines():
     assert ptb.tokenize_lines(ACROSS_LINES[0]) == ["<a\u00a0b='x", "y'> z", "next"]
 
 
+@pytest.mark.scale
 def test_every_bmp_character():
     """The contexts the character tables were measured in (a letter inside a word and after a
     hyphen, a digit before a decimal, an uppercase letter after "etc."), and the other classes."""
@@ -279,6 +281,7 @@ def test_every_bmp_character():
     assert_same(lines, jar_output(lines), "every BMP character")
 
 
+@pytest.mark.scale
 def test_generated_lines(generated):
     lines, jar = generated
     assert len(lines) >= 100_000

@@ -31,6 +31,7 @@ import numpy as np
 
 from .base import Metric
 
+from ..errors import EvaluationError
 from .tokenizer import java_executable, pycocoevalcap_dir
 
 CORENLP_JARS = ("stanford-corenlp-3.6.0.jar", "stanford-corenlp-3.6.0-models.jar")
@@ -86,7 +87,10 @@ def run_spice(
     classpath = os.pathsep.join(
         [str(spice_home / "spice-1.0.jar"), str(spice_home / "lib" / "*"), *(str(jar_dir / j) for j in CORENLP_JARS)]
     )
-    java = os.environ.get("IDC_SPICE_JAVA") or java_executable()
+    try:
+        java = os.environ.get("IDC_SPICE_JAVA") or java_executable()
+    except EvaluationError as exc:  # SPICE is the one metric still in Java: say how to get one
+        return SpiceOutcome(None, f"SPICE unavailable: {exc}")
     with tempfile.TemporaryDirectory(prefix="idc_spice_") as tmp:
         in_file, out_file = Path(tmp) / "in.json", Path(tmp) / "out.json"
         in_file.write_text(
