@@ -134,9 +134,21 @@ def judge_prompts() -> str:
     return "\n\n".join(blocks) + f"\n\nTheir hash, in every judged run's fingerprint: `{PROMPT_SHA}`."
 
 
+def multiple_choice() -> str:
+    from idc_toolkit.multiple_choice import CHOICE_ORDER, CHOICE_ORDER_RULE, ONE_IMAGE_NOTE, PARSE_RULE, PARSE_STEPS, PROMPT
+
+    steps = "\n".join(f"{k}. {step}." for k, step in enumerate(PARSE_STEPS, 1))
+    return (f"The question (`{{question}}`: the item's; `{{options}}`: one `A. text` line per choice):\n\n```text\n{PROMPT}\n"
+            f"```\n\nBefore it, where the model is shown the pair as one image:\n\n```text\n{ONE_IMAGE_NOTE.strip()}\n```\n\n"
+            f"The choice order, `{CHOICE_ORDER}`: {CHOICE_ORDER_RULE}.\n\n"
+            f"Reading an answer, `{PARSE_RULE}`: the steps in order, the first that gives a letter or calls the answer "
+            f"unparsed decides.\n\n{steps}")
+
+
 TABLES = {"mask-params": mask_params, "protocols": protocols, "metrics": metrics, "datasets": datasets,
           "readme-datasets": readme_datasets, "raw-layouts": raw_layouts, "extra-columns": extra_columns,
-          "models": models, "training-defaults": training_defaults, "judge-prompts": judge_prompts}
+          "models": models, "training-defaults": training_defaults, "judge-prompts": judge_prompts,
+          "multiple-choice": multiple_choice}
 _BLOCK = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table:\2 -->)", re.S)
 
 

@@ -186,10 +186,11 @@ def _class_label_names(schema, column: str) -> Optional[list[str]]:
 
 def load_references_dataset(dataset: str, split: str = "test", id_column: str = PAIR_ID,
                             group_by: Optional[str] = None, iou_column: Optional[str] = None,
-                            extra: Sequence[str] = ()) -> References:
+                            extra: Sequence[str] = (), optional: Sequence[str] = ()) -> References:
     """References from a dataset in the idc-toolkit schema (an ``idc-build`` folder or Hub id);
     ``group_by`` names a column whose values are the groups instead of ``category``,
-    ``iou_column`` one holding each pair's viewpoint IoU, ``extra`` columns kept in ``columns``.
+    ``iou_column`` one holding each pair's viewpoint IoU, ``extra`` columns kept in ``columns``
+    (``optional`` ones too, where the split has them: a multiple-choice item's question columns).
 
     A local ``idc-build`` folder is read straight from its parquet shards, only the id,
     captions and category columns, so no image is decoded or copied into a cache.
@@ -210,7 +211,8 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
             raise EvaluationError(str(exc)) from None
         schema = pq.read_schema(shards[0])
         names = _class_label_names(schema, group_column)
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra)) if c and c in schema.names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra, *optional))
+                if c and c in schema.names]
         rows: dict[str, list] = {c: [] for c in cols}
         for shard in shards:
             table = pq.ParquetFile(shard).read(columns=cols)  # (read_table would import pyarrow.dataset and pandas)
@@ -228,7 +230,8 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
             raise EvaluationError(f"{dataset}: cannot load split {split!r}: {exc}") from None
         feature = ds.features.get(group_column)
         names = list(feature.names) if isinstance(feature, ClassLabel) else None
-        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra)) if c and c in ds.column_names]
+        cols = [c for c in dict.fromkeys((id_column, CAPTIONS, group_column, iou_column, *extra, *optional))
+                if c and c in ds.column_names]
         rows = {c: list(ds[c]) for c in cols}
     for needed in (id_column, CAPTIONS, group_by, iou_column, *extra):
         if needed and needed not in rows:
@@ -254,7 +257,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
 
         refs.ious = {str(pid): None if v is None else check_iou(v, f"{dataset} [{split}] column {iou_column!r}, pair {pid!r}")
                      for pid, v in zip(rows[id_column], rows[iou_column])}
-    refs.columns = {c: {str(pid): v for pid, v in zip(rows[id_column], rows[c])} for c in extra}
+    refs.columns = {c: {str(pid): v for pid, v in zip(rows[id_column], rows[c])} for c in (*extra, *optional) if c in rows}
     return refs
 
 
@@ -276,7 +279,12 @@ def prepare(
     drop_empty_references: bool = False,
     breakdown: bool = True,
 ) -> Prepared:
-    """Align predictions with references; every problem is an error or a counted warning."""
+    """Align predictions with references; every problem is an error or a counted warning. A pair
+    with no reference that asks a multiple-choice question (``refs.columns``) is scored on that
+    alone; one that has neither is an error."""
+    from idc_toolkit.multiple_choice import QUESTION, asks
+
+    questions = refs.columns.get(QUESTION) or {}
     warnings: list[str] = []
     extra = [pid for pid in predictions if pid not in refs.captions]
     if extra:
@@ -300,7 +308,7 @@ def prepare(
         n_empty = sum(1 for c in caps if not c.strip())
         empty_refs += n_empty
         kept = [c for c in caps if c.strip()] if drop_empty_references else list(caps)
-        if not kept:
+        if not kept and not asks(questions.get(pid)):
             no_refs.append(pid)
         references[pid] = kept
     if no_refs:

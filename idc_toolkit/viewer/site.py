@@ -199,7 +199,8 @@ def _record(split: str, pid: str, category: Optional[str], references: list[str]
     for ev in runs:
         result = ev.pairs.get(pid) if ev in on_split else None
         systems.append(None if result is None else {"caption": result.caption, "scores": result.scores,
-                                                    **({"judgement": result.judgement} if result.judgement else {})})
+                                                    **({"judgement": result.judgement} if result.judgement else {}),
+                                                    **({"choice": result.choice} if result.choice else {})})
         if result is not None:
             groups += [g for g in result.groups if g not in groups]
     return {"key": f"{split}/{pid}", "id": pid, "split": split, "category": category, "refs": references,
