@@ -12,32 +12,12 @@ mapping, a coco results list (``[{"image_id", "caption"}]``) and JSON Lines."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from idc_toolkit.files import UnreadableJSON, parse_json
+
 from .groups import listed_ids
-
-
-class _Unreadable(Exception):
-    """JSON Python's reader cannot hold (the message says which)."""
-
-
-def _loads(text: str, **kwargs: Any) -> Any:
-    """``json.loads``; nesting past the recursion limit and integers of more digits than
-    ``sys.get_int_max_str_digits()`` raise :class:`_Unreadable` naming them, not a traceback."""
-    try:
-        return json.loads(text, **kwargs)
-    except json.JSONDecodeError:
-        raise
-    except RecursionError:
-        raise _Unreadable("JSON nested deeper than Python's JSON reader can follow (RecursionError)") from None
-    except ValueError as exc:  # Python refuses integers of more than 4300 digits
-        if "digits" not in str(exc):
-            raise
-        digits = str(exc).split("has ", 1)[-1].split(" digits", 1)[0]
-        raise _Unreadable(f"a number of {digits if digits.isdigit() else 'too many'} digits, more than Python reads "
-                          f"({sys.get_int_max_str_digits()}: sys.get_int_max_str_digits())") from None
 
 
 def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:
@@ -61,8 +41,8 @@ def _records(path: Path, text: str, problems: list[str]) -> tuple[list[tuple[str
 
     out: list[tuple[str, Any, str]] = []
     try:
-        data = _loads(text, object_pairs_hook=hook)
-    except _Unreadable as exc:
+        data = parse_json(text, object_pairs_hook=hook)
+    except UnreadableJSON as exc:
         problems.append(f"{path}: {exc}")
         return out, False
     except json.JSONDecodeError as exc:
@@ -73,8 +53,8 @@ def _records(path: Path, text: str, problems: list[str]) -> tuple[list[tuple[str
             if not line.strip():
                 continue
             try:
-                obj = _loads(line)
-            except _Unreadable as exc:
+                obj = parse_json(line)
+            except UnreadableJSON as exc:
                 problems.append(f"{path}: line {lineno}: {exc}")
                 continue
             except json.JSONDecodeError as exc:

@@ -28,15 +28,43 @@ def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "
                     "save it as UTF-8") from None
 
 
+class UnreadableJSON(ValueError):
+    """Well-formed JSON that Python's reader cannot hold (the message says why)."""
+
+
+def parse_json(text: str, **kwargs: Any) -> Any:
+    """``json.loads(text)``; JSON Python cannot hold (nesting past the recursion limit, an integer of
+    more digits than ``sys.get_int_max_str_digits()``) raises :class:`UnreadableJSON` saying so, as
+    malformed JSON raises ``json.JSONDecodeError``; never a traceback of the reader's own."""
+    import json
+    import re
+    import sys
+
+    try:
+        return json.loads(text, **kwargs)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise UnreadableJSON("JSON nested deeper than Python's JSON reader can follow (RecursionError)") from None
+    except ValueError as exc:  # Python refuses integers of more than 4300 digits
+        if "digits" not in str(exc):
+            raise
+        digits = re.search(r"has (\d+) digits", str(exc))
+        raise UnreadableJSON(f"a number of {digits.group(1) if digits else 'too many'} digits, more than Python reads "
+                             f"({sys.get_int_max_str_digits()}: sys.get_int_max_str_digits())") from None
+
+
 def read_json(path: Path | str, error: Callable[[str], Exception], what: str = "file") -> Any:
     """The JSON value of ``path`` (read by :func:`read_text`); ``error(message)`` names the line and
-    column of malformed JSON."""
+    column of malformed JSON, or why Python cannot hold it."""
     import json
 
     try:
-        return json.loads(read_text(path, error, what))
+        return parse_json(read_text(path, error, what))
     except json.JSONDecodeError as exc:
         raise error(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except UnreadableJSON as exc:
+        raise error(f"{path}: {exc}") from None
 
 
 def content_sha256(path: Path | str, on_bytes: Optional[Callable[[int], Any]] = None) -> str:

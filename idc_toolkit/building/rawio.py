@@ -21,9 +21,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import struct
-import sys
 import zlib
 from pathlib import Path
 from typing import Any, Container, Optional
@@ -31,6 +29,7 @@ from typing import Any, Container, Optional
 from PIL import Image as PILImage
 
 from ..errors import BadImageError, RawFormatError
+from ..files import parse_json
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "PNG"),
@@ -64,24 +63,6 @@ def read_raw_text(path: Path | str, what: str = "annotation file") -> str:
             raise RawFormatError(path, f"{encoding} text (it starts with a {encoding} byte-order mark); save it as UTF-8")
     text = read_text(path, lambda message: RawFormatError(path, message.split(": ", 1)[1]), what)
     return text[1:] if text.startswith("\ufeff") else text
-
-
-def parse_json(text: str, **kwargs: Any) -> Any:
-    """``json.loads(text)``; JSON Python cannot hold (nesting past the recursion limit, an integer of
-    more digits than ``sys.get_int_max_str_digits()``) raises ``ValueError`` saying so, as malformed
-    JSON raises ``json.JSONDecodeError``."""
-    try:
-        return json.loads(text, **kwargs)
-    except json.JSONDecodeError:
-        raise
-    except RecursionError:
-        raise ValueError("JSON nested deeper than Python's JSON reader can follow (RecursionError)") from None
-    except ValueError as exc:  # Python refuses integers of more than 4300 digits
-        if "digits" not in str(exc):
-            raise
-        digits = re.search(r"has (\d+) digits", str(exc))
-        raise ValueError(f"a number of {digits.group(1) if digits else 'too many'} digits, more than Python reads "
-                         f"({sys.get_int_max_str_digits()}: sys.get_int_max_str_digits())") from None
 
 
 def read_json(path: Path | str) -> Any:
