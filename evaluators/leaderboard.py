@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from idc_toolkit.errors import EvaluationError
+from idc_toolkit.judge.args import JudgeArgs
 from idc_toolkit.options import check_fields, option
 
 from .args import (ReferenceArgs, _allow_missing, _allow_mixed_presentations, _metrics, _protocol_help, _protocol_names,
@@ -28,8 +29,9 @@ from .args import (ReferenceArgs, _allow_missing, _allow_mixed_presentations, _m
 
 
 @dataclass
-class LeaderboardArgs(ReferenceArgs):
-    """``idc-eval leaderboard FILE...``: what every file is scored against, and how."""
+class LeaderboardArgs(JudgeArgs, ReferenceArgs):
+    """``idc-eval leaderboard FILE...``: what every file is scored against, and how (with ``--judge``,
+    every file is judged too, and ``--agreement-judge`` asks a second judge the same questions)."""
 
     names: Optional[list[str]] = option(None, "one row label per file (files sharing a label are runs of one "
                                               "system: mean and sd); default: each file's name", nargs="+")
@@ -38,6 +40,10 @@ class LeaderboardArgs(ReferenceArgs):
     allow_missing: bool = _allow_missing()
     scorer: Optional[str] = _scorer()
     allow_mixed_presentations: bool = _allow_mixed_presentations()
+    agreement_judge: Optional[str] = option(None, "with --judge and --out: a second judge (served by the same "
+                                                  "--judge-endpoint, or a local model) asked the same questions: "
+                                                  "the table adds Kendall's tau of each judge column's ranking "
+                                                  "and Cohen's kappa per question (agreement.json)", metavar="MODEL")
     out: Optional[str] = option(None, "folder for leaderboard.md, .tex, .csv and .json (idc-view --leaderboard shows it)")
 
     def __post_init__(self) -> None:
@@ -105,7 +111,7 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
     """Score every file (module docstring); returns ``{"columns", "rows"}`` and writes the tables under ``out``."""
     from dataclasses import asdict
 
-    from idc_toolkit.metrics.registry import paper_columns
+    from idc_toolkit.metrics.registry import paper_columns, table_columns
 
     from .args import EvalArgs, ReferenceArgs as Ref
     from .scoring import evaluate, load_references
@@ -113,6 +119,9 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
     a = args if args is not None else LeaderboardArgs(**fields)
     if not files:
         raise EvaluationError("give at least one predictions file")
+    if a.agreement_judge and not (a.judge and a.out):
+        raise EvaluationError("--agreement-judge needs --judge (the first judge) and --out (the judged evaluations "
+                              "are kept there)")
     names = a.names or default_names(files)
     if len(names) != len(files):
         raise EvaluationError(f"--names gives {len(names)} labels for {len(files)} files")
@@ -120,13 +129,22 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
     presentations = dict(zip(files, check_presentations(files, a.allow_mixed_presentations)))
     ref_fields = {k: v for k, v in asdict(a).items() if k in Ref.__dataclass_fields__}
     refs = load_references(Ref(**ref_fields))
-    short = paper_columns()
+    short = table_columns() if a.judge else paper_columns()
+    judge_fields = {k: getattr(a, k) for k in JudgeArgs.__dataclass_fields__}
     scored: dict[str, list[dict[str, Any]]] = {}
-    for name, path in zip(names, files):
-        m = evaluate(path, EvalArgs(**ref_fields, protocol=a.protocol, metrics=a.metrics, allow_missing=a.allow_missing,
-                                    breakdown=False, scorer=a.scorer), refs=_copy(refs)).metrics
-        scored.setdefault(name, []).append({"file": path, "sha256": _short_hash(path), "metrics": m,
-                                            "presentation": presentations[path]})
+    judged: list[Path] = []
+    for k, (name, path) in enumerate(zip(names, files)):
+        for j, judge in enumerate([a.judge, a.agreement_judge] if a.agreement_judge else [a.judge]):
+            # each judged evaluation kept under --out when agreement is asked: agreement reads their judgements
+            where = str(Path(a.out) / "judged" / f"{k}-{j}") if a.agreement_judge else None
+            m = evaluate(path, EvalArgs(**ref_fields, protocol=a.protocol, metrics=a.metrics, allow_missing=a.allow_missing,
+                                        breakdown=bool(a.agreement_judge), scorer=a.scorer, name=name, out=where,
+                                        overwrite=True, **{**judge_fields, "judge": judge}), refs=_copy(refs)).metrics
+            if where:
+                judged.append(Path(where))
+            if j == 0:
+                scored.setdefault(name, []).append({"file": path, "sha256": _short_hash(path), "metrics": m,
+                                                    "presentation": presentations[path]})
     first = next(iter(scored.values()))[0]["metrics"]
     columns = [c for c in (*short, "S*m") if c in first["overall"]]
     rows = []
@@ -147,6 +165,14 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
                      "sources": [f"{r['file']} (sha256 {r['sha256']})" for r in runs], "caveats": caveats})
     out = {"columns": columns, "short": {c: short.get(c, c) for c in columns}, "rows": rows,
            "references": refs.source}
+    if a.judge:
+        out["judge"] = a.judge
+    if a.agreement_judge:
+        from .agreement import judge_agreement
+
+        report = judge_agreement(judged, out=a.out)
+        out["agreement"] = {"judges": report["judges"], "kappa": report["questions"][0]["overall"]["kappa"],
+                            "tau": {r["column"]: r["tau"] for r in report["rankings"] if r["group"] == "overall"}}
     if a.out:
         folder = Path(a.out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -190,9 +216,23 @@ def tables(out: dict[str, Any]) -> tuple[str, str]:
              *([r.get("presentation") or "none stated"] if shown else [])] for r in out["rows"]]
     caveats = "; ".join(f"{r['name']}: {', '.join(r['caveats'])}" for r in out["rows"] if r["caveats"])
     caption = ("Every system re-scored by idc-toolkit against " + out["references"] + ", x100; (sd) across runs."
+               + (f" Judge: {out['judge']}." if out.get("judge") else "")
+               + (f" {agreement_line(out['agreement'])}." if out.get("agreement") else "")
                + (f" Caveats: {caveats}." if caveats else ""))
     md, tex = _tables(header, rows, caption, RunLabel(), "leaderboard")
     return md, tex
+
+
+def agreement_line(agreement: dict[str, Any]) -> str:
+    """A judged table's agreement in a line: Cohen's kappa per question, Kendall's tau per judge column."""
+    from idc_toolkit.metrics.judge import SHORT
+
+    def number(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    taus = ", ".join(f"{SHORT.get(c, c)} {number(t)}" for c, t in agreement["tau"].items())
+    return (f"Agreement with {agreement['judges'][1]}: Cohen's kappa {number(agreement['kappa'])} per question; "
+            f"Kendall's tau of the rankings: {taus}")
 
 
 def _presentations_shown(out: dict[str, Any]) -> bool:

@@ -64,10 +64,8 @@ class Judges(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def judged(tmp_path, monkeypatch):
-    """Every system judged by every judge, each evaluation in its own folder."""
-    from idc_toolkit.evaluators.scoring import evaluate_predictions
-
+def endpoint(tmp_path, monkeypatch):
+    """The scripted judges' server, and the systems' files."""
     monkeypatch.setenv("IDC_JUDGE_CACHE", "0")
     server = Server(("127.0.0.1", 0), Judges)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -75,18 +73,26 @@ def judged(tmp_path, monkeypatch):
     (tmp_path / "refs.json").write_text(json.dumps({"images": [{"id": k} for k in REFS], "annotations": [
         {"image_id": k, "caption": c, "id": i} for i, (k, cs) in enumerate(REFS.items()) for c in cs]}))
     (tmp_path / "cats.json").write_text(json.dumps(CATEGORIES))
-    folders = {}
     for system, captions in SYSTEMS.items():
         (tmp_path / f"{system}.json").write_text(json.dumps(captions))
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.fixture()
+def judged(endpoint, tmp_path):
+    """Every system judged by every judge, each evaluation in its own folder."""
+    from idc_toolkit.evaluators.scoring import evaluate_predictions
+
+    folders = {}
+    for system in SYSTEMS:
         for judge in RULES:
             out = tmp_path / f"{system}-{judge}"
             evaluate_predictions(str(tmp_path / f"{system}.json"), references=str(tmp_path / "refs.json"),
                                  categories=str(tmp_path / "cats.json"), metrics=["BLEU"], judge=judge, name=system,
-                                 judge_endpoint=f"http://127.0.0.1:{server.server_address[1]}/v1", out=str(out),
-                                 bootstrap=10)
+                                 judge_endpoint=endpoint, out=str(out), bootstrap=10)
             folders[system, judge] = out
-    yield folders
-    server.shutdown()
+    return folders
 
 
 def test_kappa_and_tau_equal_scikit_learn_and_scipy_on_judges_of_known_disagreement(judged, tmp_path):
@@ -155,3 +161,23 @@ def test_agreement_refuses_one_judge_or_the_same_run_twice(judged):
         judge_agreement([judged["good", "honest"], judged["good", "honest"], judged["good", "contrary"]])
     with pytest.raises(EvaluationError, match="no system was judged by two of the judges"):
         judge_agreement([judged["good", "honest"], judged["fair", "contrary"]])
+
+
+def test_a_judged_leaderboard_shows_the_second_judges_agreement(endpoint, tmp_path):
+    from idc_toolkit.errors import EvaluationError
+    from idc_toolkit.evaluators.leaderboard import leaderboard
+
+    files = [str(tmp_path / f"{system}.json") for system in SYSTEMS]
+    kw = dict(references=str(tmp_path / "refs.json"), categories=str(tmp_path / "cats.json"), metrics=["BLEU"],
+              judge="honest", judge_endpoint=endpoint, names=list(SYSTEMS))
+    with pytest.raises(EvaluationError, match="--agreement-judge needs --judge"):
+        leaderboard(files, **{**kw, "judge": None}, agreement_judge="contrary", out=str(tmp_path / "x"))
+    out = leaderboard(files, **kw, agreement_judge="contrary", out=str(tmp_path / "board"))
+    assert "Judge_recall" in out["columns"] and out["judge"] == "honest"
+    recall = {r["name"]: r["mean"]["Judge_recall"] for r in out["rows"]}
+    assert recall["good"] > recall["fair"] > recall["poor"]  # under the honest judge
+    assert out["agreement"]["tau"]["Judge_recall"] == pytest.approx(-1.0)  # the contrary judge ranks them upside down
+    assert out["agreement"]["tau"]["Judge_precision"] == pytest.approx(1.0)
+    table = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "J-Rec" in table and "Agreement with contrary: Cohen's kappa" in table and "J-Rec -1.00" in table
+    assert (tmp_path / "board" / "agreement.json").is_file()
