@@ -255,3 +255,24 @@ def test_a_closed_meteor_jvm_leaves_no_open_pipe():
         time.sleep(0.5)  # the reader threads see the end of the pipes
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+
+
+def test_a_long_python_meteor_job_aligns_in_a_child_process_with_the_same_statistics(monkeypatch):
+    """From ``CHILD_FROM`` segments the Python aligner runs in a child process (another core,
+    beside BLEU, ROUGE-L and CIDEr): the same statistics lines as in this process."""
+    import idc_toolkit.metrics.meteor_align as align_mod
+    from idc_toolkit.metrics.implementation import using
+
+    monkeypatch.setenv("IDC_METEOR_CACHE", "0")
+    monkeypatch.setattr(meteor_mod, "CHILD_FROM", 2)
+    hyps = ["a red cube moved", "the sphere is gone", "nothing changed", "a man walks"]
+    refs = [["a red cube moved away"], ["the sphere disappeared", "a ball left"], ["there is no change"], [""]]
+    started = []
+    real = meteor_mod.PythonAligner
+    monkeypatch.setattr(meteor_mod, "PythonAligner", lambda h, r: started.append(len(h)) or real(h, r))
+    with using("python"):
+        m = meteor_mod.Meteor()
+        m.start()
+        m.prepare(hyps, refs)
+        m.compute(hyps, refs)
+    assert started == [4] and m.lines == align_mod.statistics(hyps, refs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import queue
 import subprocess
 import threading
@@ -367,6 +368,38 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
     return [s for part in parts for s in part]
 
 
+#: segments from which the Python aligner runs in a child process, beside BLEU, ROUGE-L and CIDEr
+#: (8,000 segments: 2.2 s there against 1.2 s in a thread that holds the others' interpreter lock)
+CHILD_FROM = 2000
+
+
+class PythonAligner:
+    """:mod:`.meteor_worker` aligning a job in a child process, started now, read by :meth:`result`."""
+
+    def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
+        import json
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "idc_toolkit.metrics.meteor_worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        payload = json.dumps({"hypotheses": list(hypotheses), "references": [list(r) for r in references]}).encode()
+        self.out: dict[str, bytes] = {}
+        self.reader = threading.Thread(target=self._talk, args=(payload,), daemon=True)
+        self.reader.start()
+
+    def _talk(self, payload: bytes) -> None:
+        self.out["stdout"], self.out["stderr"] = self.proc.communicate(payload)
+
+    def result(self) -> list[str]:
+        import json
+
+        self.reader.join()
+        if self.proc.returncode != 0:
+            tail = self.out.get("stderr", b"").decode(errors="replace").strip().splitlines()[-3:]
+            raise EvaluationError(f"METEOR's aligner process failed (exit {self.proc.returncode}): {' | '.join(tail)}")
+        return json.loads(self.out["stdout"])
+
+
 class Meteor(Metric):
     """METEOR 1.5: every distinct pair is aligned once into a statistics line, by the toolkit's
     Python (:mod:`.meteor_align`, the default) or by the jar's JVMs (the ``java`` scorer,
@@ -409,6 +442,8 @@ class Meteor(Metric):
         if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
+        elif len(self._todo) >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+            self._child = PythonAligner([hypotheses[i] for i in self._todo], [references[i] for i in self._todo])
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
@@ -421,6 +456,8 @@ class Meteor(Metric):
             fresh = []
         elif self.implementation == JAVA:
             fresh = parallel_statistics(self.workers, hyps, refs)
+        elif getattr(self, "_child", None) is not None:
+            fresh, self._child = self._child.result(), None
         else:
             from .meteor_align import statistics
 
