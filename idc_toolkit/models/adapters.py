@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,13 +25,20 @@ from idc_toolkit.stores import first_line
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$")
 
 
-def wrap_lora(model: Any, config: Any) -> Any:
-    """``peft.get_peft_model(model, config)`` without peft's notice about transformers' deprecated
-    ``is_gradient_checkpointing`` (peft reads it; nothing our users can act on)."""
-    from peft import get_peft_model
-
+@contextmanager
+def quiet_peft():
+    """A block where peft's reading of transformers' deprecated ``is_gradient_checkpointing`` warns
+    nobody (peft's notice, nothing our users can act on)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        yield
+
+
+def wrap_lora(model: Any, config: Any) -> Any:
+    """``peft.get_peft_model(model, config)``, quietly (:func:`quiet_peft`)."""
+    from peft import get_peft_model
+
+    with quiet_peft():
         return get_peft_model(model, config)
 
 
@@ -145,7 +153,8 @@ def apply_adapter(model, adapter_dir: Path | str, base_name: str):
     config, state = read_adapter(adapter_dir)
     check_adapter(model, config, state, base_name, str(adapter_dir))
     try:
-        peft_model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=False)
+        with quiet_peft():
+            peft_model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=False)
     except (ValueError, TypeError, KeyError) as exc:
         raise IDCError(f"adapter {adapter_dir}: peft cannot load it ({exc})") from None
     return peft_model.merge_and_unload()
