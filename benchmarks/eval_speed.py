@@ -12,17 +12,19 @@ prints, in one run:
       command: no warm METEOR JVM, a cold statistics cache;
   (e) the same again in the same process: warm JVM and cache (a second protocol, ``compare``);
   (f) the naive run as a fresh process, and (g) ``idc-eval --predictions`` as the fresh command a
-      user types (interpreter start, imports, cold METEOR cache): the issue's measure, run as
-      ``--fresh-repeats`` alternating pairs with their median ratio;
-  and the largest absolute difference between (b) and (c) over every group and metric.
-  METEOR's JVMs: ``IDC_METEOR_WORKERS`` (default one per 4 cores).
+      user types (interpreter start, imports, cold tokenizer and METEOR caches) with the Python
+      scorer (the default: no JVM) and (g') with ``--scorer java`` (pycocoevalcap's jars), run as
+      ``--fresh-repeats`` alternating triples with their median ratios;
+  the largest absolute difference between (b) and (c) over every group and metric, and this
+  process's peak resident memory. ``--ours-only`` skips every naive run (for ``--pairs 80000``).
+  METEOR's JVMs (``--scorer java``): ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
 ``--levir-no-change``: the no-change half shaped as LEVIR-CC's is (every no-change pair has the
 same five references, and a trained model answers 70% of them with one of those sentences), so
 many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoevalcap every
 time. The number of distinct segments is printed either way.
 
-    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change] [--fresh-repeats 3]
+    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change] [--fresh-repeats 3] [--ours-only]
 """
 
 from __future__ import annotations
@@ -67,30 +69,36 @@ print(pycocoevalcap_scores(refs, hyps)[0])
 """
 
 
-def _fresh_processes(tmp_path, metrics, repeats: int) -> list[tuple[float, float]]:
-    """(f) and (g), ``repeats`` times, alternately: both as new processes, interpreter start and
-    imports included, each (g) with a cold METEOR statistics cache of its own. Alternating
-    puts each pair on the same moment of a machine whose speed drifts."""
+def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) -> list[tuple[float, float, float]]:
+    """(f), (g) and (g'), ``repeats`` times, alternately: each a new process, interpreter start and
+    imports included, each idc-eval with cold tokenizer and METEOR caches of its own. Alternating
+    puts each triple on the same moment of a machine whose speed drifts."""
     import os
     import shutil
     import subprocess
     import sys
 
-    pairs = []
+    runs = []
     for k in range(repeats):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", NAIVE_SCRIPT, str(tmp_path / "refs.json"), str(tmp_path / "preds.json")],
-                       check=True, capture_output=True)
-        naive = time.perf_counter() - t
-        env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / f"fresh_meteor_{k}.sqlite")}
-        shutil.rmtree(tmp_path / "out_fresh", ignore_errors=True)
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
-                        "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
-                        "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
-                        "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
-        pairs.append((naive, time.perf_counter() - t))
-    return pairs
+        naive = float("nan")
+        if naive_too:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", NAIVE_SCRIPT, str(tmp_path / "refs.json"), str(tmp_path / "preds.json")],
+                           check=True, capture_output=True)
+            naive = time.perf_counter() - t
+        took = []
+        for scorer in ("python", "java"):
+            env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / f"fresh_meteor_{scorer}_{k}.sqlite"),
+                   "IDC_TOKENIZER_CACHE": str(tmp_path / f"fresh_tokens_{scorer}_{k}.sqlite")}
+            shutil.rmtree(tmp_path / "out_fresh", ignore_errors=True)
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
+                            "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
+                            "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
+                            "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
+            took.append(time.perf_counter() - t)
+        runs.append((naive, *took))
+    return runs
 
 
 def main() -> None:
@@ -99,13 +107,14 @@ def main() -> None:
 
     from idc_toolkit.demo.captions import synthetic_caption_set
     from idc_toolkit.metrics import score_groups
-    from idc_toolkit.metrics.meteor import score_line
+    from idc_toolkit.metrics.meteor_stats import score_line
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=8000)
     p.add_argument("--skip-naive-groups", action="store_true", help="skip (b), the slowest part")
     p.add_argument("--levir-no-change", action="store_true", help="no-change pairs shaped as LEVIR-CC's (shared references)")
-    p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) pairs (the machine's speed drifts)")
+    p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) / (g') triples (the machine's speed drifts)")
+    p.add_argument("--ours-only", action="store_true", help="no naive run: (c) to (e) and (g), (g') only, and the peak memory")
     args = p.parse_args()
 
     hyps, refs, cats = synthetic_caption_set(args.pairs, n_refs=5, seed=1234)
@@ -120,15 +129,17 @@ def main() -> None:
     print(f"{args.pairs} pairs x 5 references, groups: overall + {len(groups)} ({', '.join(groups)}); "
           f"{distinct} distinct (prediction, references) pairs" + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else ""))
 
-    t = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()):
-        naive_overall = naive_evaluation(refs, hyps)
-    time_a = time.perf_counter() - t
-    print(f"(a) naive pycocoevalcap, overall only:          {time_a:7.1f} s")
+    naive_overall, time_a = {}, float("nan")
+    if not args.ours_only:
+        t = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            naive_overall = naive_evaluation(refs, hyps)
+        time_a = time.perf_counter() - t
+        print(f"(a) naive pycocoevalcap, overall only:          {time_a:7.1f} s")
 
-    naive_groups = {"overall": naive_overall}
+    naive_groups = {"overall": naive_overall} if naive_overall else {}
     time_b = None
-    if not args.skip_naive_groups:
+    if not args.skip_naive_groups and not args.ours_only:
         t = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             naive_groups["overall"] = naive_evaluation(refs, hyps)
@@ -142,6 +153,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as cold:  # a cold METEOR statistics cache: every segment aligned
         os.environ["IDC_METEOR_CACHE"] = os.path.join(cold, "meteor.sqlite")
+        os.environ["IDC_TOKENIZER_CACHE"] = os.path.join(cold, "tokens.sqlite")
         t = time.perf_counter()
         ours = score_groups(hyps, refs, groups, metrics=metrics)
         time_c = time.perf_counter() - t
@@ -157,6 +169,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         os.environ["IDC_METEOR_CACHE"] = str(tmp_path / "meteor.sqlite")
+        os.environ["IDC_TOKENIZER_CACHE"] = str(tmp_path / "tokens.sqlite")
         ids = list(refs)
         (tmp_path / "refs.json").write_text(json.dumps({"annotations": [{"image_id": i, "caption": c} for i in ids for c in refs[i]]}))
         (tmp_path / "preds.json").write_text(json.dumps(hyps))
@@ -173,28 +186,34 @@ def main() -> None:
                 ev = evaluate(str(tmp_path / "preds.json"), out=tmp_path / f"out_{run}", **options)
             times.append(time.perf_counter() - t)
         n_groups = len(ev.result.groups)
-        fresh = _fresh_processes(tmp_path, metrics, args.fresh_repeats)
-    print(f"(d) idc-eval end to end, {n_groups} groups, METEOR cache cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a); "
-          f"{meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores)")
-    print(f"(e) the same, METEOR JVM and statistics warm:   {times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
+        fresh = _fresh_processes(tmp_path, metrics, args.fresh_repeats, naive_too=not args.ours_only)
+    print(f"(d) idc-eval end to end, {n_groups} groups, caches cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a))")
+    print(f"(e) the same again (rescoring the same references: compare, leaderboard, each validation): "
+          f"{times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
+    import resource
     import statistics
 
-    ratios = [command / naive for naive, command in fresh]
-    for naive, command in fresh:
+    for naive, python, java in fresh:
         print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {naive:7.1f} s")
         print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
-              f"{command:7.1f} s   ({command / naive:.2f} x (f))")
+              f"{python:7.1f} s   ({python / naive:.2f} x (f); {python / java:.2f} x (g'))")
+        print(f"(g') the same with --scorer java ({meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores): {java:7.1f} s")
     if len(fresh) > 1:
-        print(f"(g) / (f) over {len(fresh)} alternating pairs: median {statistics.median(ratios):.2f}, "
-              f"range {min(ratios):.2f}-{max(ratios):.2f}")
+        for what, k in (("(g) / (f)", 1), ("(g) / (g')", 2)):
+            ratios = [run[1] / run[0 if k == 1 else 2] for run in fresh]
+            print(f"{what} over {len(fresh)} alternating runs: median {statistics.median(ratios):.2f}, "
+                  f"range {min(ratios):.2f}-{max(ratios):.2f}")
 
     worst = 0.0
     for g, naive in naive_groups.items():
         for m, v in naive.items():
             worst = max(worst, abs(ours.groups[g].scores[m] - v))
-    print(f"largest |(b) - (c)| over {len(naive_groups)} groups x {len(naive_overall)} metrics: {worst:.3g}")
+    if naive_groups:
+        print(f"largest |(b) - (c)| over {len(naive_groups)} groups x {len(naive_overall)} metrics: {worst:.3g}")
     if time_b is not None:
         print(f"speed-up of (c) over (b): {time_b / time_c:.1f} x")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory of this process ((c) to (e)): {peak:.0f} MiB at {args.pairs:,} pairs")
 
 
 if __name__ == "__main__":
