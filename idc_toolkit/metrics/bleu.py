@@ -1,40 +1,138 @@
 """BLEU-1..4 as coco-caption computes it: corpus-level, "closest" reference length.
 
-Pairs are cooked once with pycocoevalcap's own ``cook_refs``/``cook_test``; a group's score is
-pycocoevalcap's own ``BleuScorer.compute_score`` over that group's cooked pairs, which is
-exactly what a separate run on the group computes (BLEU's corpus totals are sums over pairs).
-"""
+Each pair is cooked once into exactly what pycocoevalcap's ``cook_test(h, cook_refs(r))``
+returns (:func:`cook_refs`, :func:`cook_test`: the same values, counted with ``zip`` and dicts
+in place of ``precook``'s loops); a group's score is pycocoevalcap's own
+``BleuScorer.compute_score`` over that group's cooked pairs, which is exactly what a separate
+run on the group computes (BLEU's corpus totals are sums over pairs)."""
 
 from __future__ import annotations
 
+import gc
 import math
-
-from typing import Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from contextlib import contextmanager
+from itertools import chain
+from typing import Any
 
 import numpy as np
 
 from .base import Metric, once_per_distinct_pair
 
 
+def _ngrams(words: list[str]) -> tuple:
+    """Iterators over the 1- to 4-grams of ``words``, as tuples (``precook``'s keys)."""
+    w1, w2, w3 = words[1:], words[2:], words[3:]
+    return zip(words), zip(words, w1), zip(words, w1, w2), zip(words, w1, w2, w3)
+
+
+def _repeated(counts: Counter) -> list[tuple[tuple[str, ...], int]]:
+    """The ``(n-gram, count)`` items of ``counts`` whose count is over 1."""
+    return [item for item in counts.items() if item[1] > 1]
+
+
+def _reference_ngrams(sentence: str) -> tuple[int, dict, list]:
+    """A reference's length, its n-gram counts and those of them over 1."""
+    words = sentence.split()
+    if len(set(words)) == len(words):  # an n-gram repeats only where its first word does
+        return len(words), dict.fromkeys(chain.from_iterable(_ngrams(words)), 1), []
+    counts = Counter(chain.from_iterable(_ngrams(words)))
+    return len(words), counts, _repeated(counts)
+
+
+def _test_ngrams(sentence: str) -> tuple[int, tuple, list]:
+    """A hypothesis's length, its 1- to 4-grams by length (each occurrence), and the n-grams
+    that occur more than once, with their counts."""
+    words = sentence.split()
+    by_length = tuple(map(tuple, _ngrams(words)))
+    if len(set(words)) == len(words):
+        return len(words), by_length, []
+    return len(words), by_length, _repeated(Counter(chain.from_iterable(by_length)))
+
+
+class _Memo(dict):
+    """``compute(key)``, kept for the keys that occur more than once in ``keys`` (captions and
+    reference sets repeat: templates, "no change"); keeping the others only costs time."""
+
+    def __init__(self, compute: Callable[[Hashable], Any], keys: Iterable[Hashable]):
+        super().__init__()
+        self.compute = compute
+        self.repeated = {key for key, count in Counter(keys).items() if count > 1}
+
+    def __missing__(self, key: Hashable):
+        value = self.compute(key)
+        if key in self.repeated:
+            self[key] = value
+        return value
+
+
+def cook_refs(refs: Sequence[str], memo: _Memo | None = None) -> tuple[list[int], dict[tuple[str, ...], int]]:
+    """pycocoevalcap's ``cook_refs(refs)`` (n = 4): each reference's length, and each n-gram's
+    highest count in any one reference. ``memo``: :func:`_reference_ngrams` by sentence."""
+    parts = [memo[ref] for ref in refs] if memo is not None else [_reference_ngrams(ref) for ref in refs]
+    maxcounts: dict[tuple[str, ...], int] = {}
+    for _, counts, _ in parts:
+        maxcounts.update(counts)
+    # a later reference's count may have replaced a higher one: only counts over 1 can be higher
+    for _, _, repeated in parts:
+        for ngram, count in repeated:
+            maxcounts[ngram] = max(maxcounts[ngram], count)
+    return [length for length, _, _ in parts], maxcounts
+
+
+def cook_test(test: str, refs: tuple[list[int], dict[tuple[str, ...], int]], memo: _Memo | None = None) -> dict:
+    """pycocoevalcap's ``cook_test(test, refs)`` (n = 4) for ``refs`` from :func:`cook_refs`.
+    ``memo``: :func:`_test_ngrams` by sentence."""
+    reflen, refmaxcounts = refs
+    testlen, by_length, repeated = memo[test] if memo is not None else _test_ngrams(test)
+    # each occurrence counted where a reference has the n-gram, then a repeated one clipped
+    correct = [sum(map(refmaxcounts.__contains__, grams)) for grams in by_length]
+    for ngram, count in repeated:
+        held = refmaxcounts.get(ngram, 0)
+        if held:
+            correct[len(ngram) - 1] += min(held, count) - count
+    return {"reflen": reflen, "testlen": testlen,
+            "guess": [testlen, max(0, testlen - 1), max(0, testlen - 2), max(0, testlen - 3)], "correct": correct}
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """The cyclic garbage collector off for a while, as it was after: cooking makes hundreds of
+    thousands of n-gram tuples and dicts, none in a cycle, and the collector's passes over the
+    living ones took a quarter to a third of its time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _cook_pairs(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[dict]:
+    """``cook_test(h, cook_refs(r))`` per pair; each distinct pair, reference set and sentence
+    counted once (BleuScorer only reads the cooked values, so pairs may share them)."""
+    sentences = _Memo(_reference_ngrams, chain.from_iterable(references))
+    reference_sets = _Memo(lambda refs: cook_refs(refs, sentences), map(tuple, references))
+    tests = _Memo(_test_ngrams, hypotheses)
+    return once_per_distinct_pair(hypotheses, references, lambda h, r: cook_test(h, reference_sets[tuple(r)], tests))
+
+
 class BleuCache:
+    """Each pair's ``cook_test`` dict, as pycocoevalcap cooks it: all that ``BleuScorer``'s
+    ``compute_score`` reads for the "closest" reference length (not the cooked references)."""
+
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
-        from pycocoevalcap.bleu.bleu_scorer import cook_refs, cook_test
-
-        def cook(h: str, r: Sequence[str]) -> tuple:
-            crefs = cook_refs(list(r))
-            return crefs, cook_test(h, crefs)
-
-        # BleuScorer only reads the cooked values, so repeated pairs may share them
-        cooked = once_per_distinct_pair(hypotheses, references, cook)
-        self.crefs = [c for c, _ in cooked]
-        self.ctest = [t for _, t in cooked]
+        # the memos are freed on return, before the collector runs again: it sees only what is kept
+        with _cyclic_gc_paused():
+            self.ctest = _cook_pairs(hypotheses, references)
 
     def score(self, indices: Sequence[int]) -> tuple[list[float], list[list[float]]]:
         """``[B1..B4]`` and per-pair ``[[B1 per pair], ..., [B4 per pair]]`` for a group."""
         from pycocoevalcap.bleu.bleu_scorer import BleuScorer
 
         scorer = BleuScorer(n=4)
-        scorer.crefs = [self.crefs[i] for i in indices]
         scorer.ctest = [self.ctest[i] for i in indices]
         if not scorer.ctest:
             return [0.0] * 4, [[] for _ in range(4)]

@@ -1,0 +1,121 @@
+"""ROUGE-L's bit-parallel LCS and BLEU's n-gram cooking give exactly pycocoevalcap's values:
+LCS lengths equal to ``my_lcs``, per-pair ROUGE-L floats equal to ``Rouge.calc_score``, cooked
+structures equal to ``cook_refs``/``cook_test``, and BLEU scores equal to ``BleuScorer``'s."""
+
+import gc
+import random
+
+import pytest
+from pycocoevalcap.bleu import bleu_scorer as pycoco_bleu
+from pycocoevalcap.rouge.rouge import Rouge, my_lcs
+from test_metrics_exact import _ddla
+
+from idc_toolkit.demo.captions import synthetic_caption_set
+from idc_toolkit.metrics.bleu import BleuCache, cook_refs, cook_test
+from idc_toolkit.metrics.rouge import lcs_length, rouge_l, rouge_scores
+
+
+def _long(rng: random.Random, vocabulary: list[str], n: int = 200) -> str:
+    return " ".join(rng.choice(vocabulary) for _ in range(n))
+
+
+def _edge_pairs() -> list[tuple[str, list[str]]]:
+    rng = random.Random(5)
+    small, large = ["the", "a", "car", "is", "gone"], [f"w{i}" for i in range(300)]
+    return [
+        ("", ["the car is gone"]), ("the car is gone", [""]), ("", [""]), ("", ["", "a"]),
+        ("car", ["car"]), ("car", ["truck"]), ("car", ["the car", "car car car"]),
+        ("the the the the", ["the the", "the cat the the", "a b"]),
+        ("a b a b a b a b", ["a b a b", "b a b a b a", "a a b b"]),
+        ("the car the car the car", ["the car", "the car the car the car the car"]),
+        ("a b c d e", ["e d c b a"]), ("x y z", ["a b c", "d e f"]),
+        ("the red car is gone", ["the red car is gone"] * 3), ("the red car", ["the red car is gone"] + [f"r{i} car" for i in range(20)]),
+        # split(" ") (ROUGE) and split() (BLEU) tell these apart
+        ("a  b", ["a b", "a  b"]), (" a b ", ["a b"]), ("a\tb c", ["a b c", "a\tb"]), ("a\nb", ["a b"]), ("  ", [" "]),
+        ("über café 東京 東京 naïve", ["café über 東京", "naïve 東京 東京 café", "Über Café"]),
+        ("😀 the 😀 car", ["the 😀 car 😀", "😀"]),
+        (_long(rng, small), [_long(rng, small), _long(rng, small, 150), "the car"]),
+        (_long(rng, large), [_long(rng, large), _long(rng, large, 20), _long(rng, small, 200)]),
+        (_long(rng, small, 7), [_long(rng, small, 200), _long(rng, large, 200)]),
+    ]
+
+
+def _pooled_pairs() -> list[tuple[str, list[str]]]:
+    """Pairs drawn from a few sentences, many with repeated words: sentences and reference sets
+    recur across pairs, with other hypotheses and beside other references."""
+    rng = random.Random(8)
+    pool = ["the car the car", "the car", "the the the", "a red car", "a car a car a car", "the red car is gone",
+            "", "car", "the car is the car", "is the car gone", "a b a b", "b a b a"]
+    return [(rng.choice(pool), rng.sample(pool, rng.randint(1, 5))) for _ in range(600)]
+
+
+def _pairs(shared) -> list[tuple[str, list[str]]]:
+    hyps, refs = _ddla(shared)
+    pairs = [(hyps[k], refs[k]) for k in sorted(hyps)]
+    h, r, _ = synthetic_caption_set(3000, seed=11)
+    return pairs + [(h[k], r[k]) for k in sorted(h)] + _edge_pairs() + _pooled_pairs()
+
+
+@pytest.fixture(scope="module")
+def pairs(shared):
+    return _pairs(shared)
+
+
+def test_lcs_lengths_are_my_lcs(pairs):
+    for hypothesis, references in pairs:
+        candidate = hypothesis.split(" ")
+        for reference in references:
+            tokens = reference.split(" ")
+            assert lcs_length(candidate, tokens) == lcs_length(tokens, candidate) == my_lcs(tokens, candidate)
+
+
+def test_lcs_lengths_on_random_sequences():
+    rng = random.Random(3)
+    for _ in range(3000):
+        alphabet = "abcdefgh"[: rng.randint(1, 8)]
+        a = [rng.choice(alphabet) for _ in range(rng.randint(0, 40))]
+        b = [rng.choice(alphabet) for _ in range(rng.randint(0, 40))]
+        assert lcs_length(a, b) == my_lcs(a, b)
+
+
+def test_rouge_l_is_calc_score(pairs):
+    rouge = Rouge()
+    expected = [rouge.calc_score([h], list(r)) for h, r in pairs]
+    assert [rouge_l(h, r) for h, r in pairs] == expected
+    # the scorer's entry point, which computes each distinct pair once
+    assert rouge_scores([h for h, _ in pairs] * 2, [r for _, r in pairs] * 2).tolist() == expected * 2
+
+
+def test_rouge_l_without_references_fails_as_pycocoevalcap():
+    with pytest.raises(AssertionError):
+        Rouge().calc_score(["a car"], [])
+    with pytest.raises(AssertionError):
+        rouge_l("a car", [])
+
+
+def test_cooked_structures_are_pycocoevalcaps(pairs):
+    for hypothesis, references in pairs:
+        crefs = pycoco_bleu.cook_refs(list(references))
+        ctest = pycoco_bleu.cook_test(hypothesis, crefs)
+        ours = cook_refs(references)
+        assert ours == crefs
+        assert type(ours[1]) is dict
+        assert cook_test(hypothesis, ours) == ctest
+
+
+def test_bleu_cache_cooks_and_scores_as_pycocoevalcap(pairs):
+    hypotheses = [h for h, _ in pairs] * 2
+    references = [r for _, r in pairs] * 2
+    cache = BleuCache(hypotheses, references)
+    assert gc.isenabled()
+    scorer = pycoco_bleu.BleuScorer(n=4)
+    for hypothesis, refs in zip(hypotheses, references):
+        scorer += (hypothesis, list(refs))  # as pycocoevalcap's Bleu.compute_score cooks
+    assert cache.ctest == scorer.ctest
+    assert cache.score(list(range(len(hypotheses)))) == scorer.compute_score(option="closest", verbose=0)
+    assert cache.sufficient_statistics()[:, :2].sum(axis=0).tolist() == [scorer._testlen, scorer._reflen]
+    group = list(range(0, len(hypotheses), 7))
+    alone = pycoco_bleu.BleuScorer(n=4)
+    for i in group:
+        alone += (hypotheses[i], list(references[i]))
+    assert cache.score(group) == alone.compute_score(option="closest", verbose=0)
