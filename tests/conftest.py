@@ -65,8 +65,9 @@ SHARED = REPO.parent / "shared"
 #: wait while the other builds them
 LONGEST_FIRST = ["test_training.py", "test_metrics_exact.py", "test_run_engines.py", "test_readme_examples.py",
                  "test_model_evaluators.py", "test_hostile_run_inputs.py", "test_augment.py", "test_lmms_tasks.py", "test_builders_real.py",
-                 "test_real_layouts.py", "test_vlm.py", "test_demo.py", "test_change_entities.py", "test_metrics_inputs.py",
-                 "test_build_resume.py", "test_change_masks.py", "test_eval_cli.py", "test_training_exact.py"]
+                 "test_real_layouts.py", "test_training_levers.py", "test_vlm.py", "test_demo.py", "test_change_entities.py",
+                 "test_metrics_inputs.py", "test_build_resume.py", "test_change_masks.py", "test_eval_cli.py",
+                 "test_training_exact.py"]
 
 
 def pytest_collection_modifyitems(items):

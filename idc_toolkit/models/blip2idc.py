@@ -221,9 +221,11 @@ class Blip2IDCRecipe(Recipe):
             out.append((prefix, target))
         return out
 
+    def text_sequences(self, rows):
+        return self.sequences([self.reference(r["captions"], r["__index"], r["__epoch"]) for r in rows])
+
     def collate(self, rows):
-        texts = [self.reference(r["captions"], r["__index"], r["__epoch"]) for r in rows]
-        ids, mask, labels = pack(self.sequences(texts), pad_id(self.inputs.processor.tokenizer))
+        ids, mask, labels = pack(self.text_sequences(rows), pad_id(self.inputs.processor.tokenizer))
         return {"pixel_values": self.inputs.pixels(rows), "input_ids": ids, "attention_mask": mask, "labels": labels}
 
     def generate(self, model, rows):

@@ -16,9 +16,10 @@ our reading of it, written down so a user can check it against the paper:
 * Decoding: greedy, ``max_new_tokens=77`` (as BLIP2IDC; the paper gives no value), left
   padding for a batch (a decoder-only LLM continues the prompt's last token).
 * :class:`DavirInputs` is the one preprocessing and decoding of the runner and the recipe.
-* ``--save-attention DIR``: final-layer CLS-to-patch attention of the vision encoder (eager
-  attention; SDPA returns none), head-averaged, drawn over the before and the after image,
-  with the change mask's outline when the dataset has one (:func:`draw_attention`).
+* ``--save-attention DIR``: final-layer CLS-to-patch attention of the vision encoder (that
+  layer computed eagerly, as SDPA returns no weights; the others keep SDPA), head-averaged,
+  drawn over the before and the after image, with the change mask's outline when the dataset
+  has one (:func:`draw_attention`).
 """
 
 from __future__ import annotations
@@ -86,30 +87,53 @@ def pair_forward(vision_model, capture: bool = False) -> PairAttention:
     after on the channel axis — encode each image and concatenate the two token sequences, so
     the Q-Former's queries cross-attend to both images at once. The encoder's ``forward`` is
     replaced on the instance, so parameter names (and LoRA adapter keys) stay those of the
-    plain encoder. With ``capture``, attention is computed eagerly (SDPA returns none) and kept
-    for the FAC loss and the attention pictures."""
+    plain encoder. With ``capture``, the final layer's attention is computed eagerly (SDPA
+    returns no weights) and kept for the FAC loss and the attention pictures; every other layer
+    keeps the model's own attention (SDPA): eager attention saves each layer's whole attention
+    matrix for the backward pass (6.4 GiB for the ViT-g at batch 16), and only the last is read."""
     import torch
     from transformers.modeling_outputs import BaseModelOutputWithPooling
 
     original = vision_model.forward
     holder = PairAttention()
+    weights: list = []
+    collecting = [False]  # not while checkpointing recomputes the layer in the backward pass
     if capture:
-        vision_model.config._attn_implementation = "eager"
+        final = eager_final_attention(vision_model)
+        final.register_forward_hook(lambda module, args, output: weights.append(output[1]) if collecting[0] else None)
 
     def forward(pixel_values=None, **kwargs):
         if pixel_values is None or pixel_values.shape[1] != 6:
             return original(pixel_values=pixel_values, **kwargs)
         kwargs.pop("return_dict", None)
         kwargs.pop("output_attentions", None)
-        outs = [original(pixel_values=pixel_values[:, k:k + 3], return_dict=True, output_attentions=capture, **kwargs)
-                for k in (0, 3)]
+        weights.clear()
+        collecting[0] = True
+        try:
+            outs = [original(pixel_values=pixel_values[:, k:k + 3], return_dict=True, **kwargs) for k in (0, 3)]
+        finally:
+            collecting[0] = False
         if capture:
-            holder.last = torch.stack([o.attentions[-1][:, :, 0, 1:].mean(1) for o in outs], dim=1)
+            holder.last = torch.stack([w[:, :, 0, 1:].mean(1) for w in weights[-2:]], dim=1)
+            weights.clear()
         hidden = torch.cat([o.last_hidden_state for o in outs], dim=1)
         return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=hidden[:, 0])
 
     vision_model.forward = forward
     return holder
+
+
+def eager_final_attention(vision_model):
+    """The vision encoder's final self-attention module, switched to eager attention on its own
+    (a copy of the configuration that only it reads), so it returns its attention weights while
+    the other layers keep the model's implementation."""
+    import copy
+
+    final = vision_model.encoder.layers[-1].self_attn
+    config = copy.copy(final.config)
+    config._attn_implementation = "eager"
+    final.config = config
+    return final
 
 
 def draw_attention(before, after, maps, mask=None):
@@ -175,16 +199,30 @@ class DavirInputs:
         enc = self.processor.qformer_tokenizer(prompts, padding=True, return_tensors="pt")
         return {"qformer_input_ids": enc["input_ids"], "qformer_attention_mask": enc["attention_mask"]}
 
+    def text(self, rows) -> dict:
+        """The prompts' tokens as InstructBLIP's processor lays them out for generation: the query
+        tokens' image slots, then each prompt padded on the left (a decoder-only LLM continues the
+        prompt's last token), and the Q-Former's tokens. The processor is asked for text only: its
+        own pass over the images would be discarded for :meth:`pixels`' pair."""
+        import torch
+
+        processor, tok = self.processor, self.processor.tokenizer
+        side, tok.padding_side = tok.padding_side, "left"
+        try:
+            enc = dict(processor(text=self.prompts(rows), return_tensors="pt", padding=True))
+        finally:
+            tok.padding_side = side
+        token = getattr(processor.image_token, "content", processor.image_token)
+        slots = tok(token * processor.num_query_tokens, add_special_tokens=False)  # as the processor writes them
+        n = len(rows)
+        for key in ("input_ids", "attention_mask"):
+            enc[key] = torch.cat([torch.tensor([slots[key]] * n, dtype=enc[key].dtype), enc[key]], dim=1)
+        return enc
+
     def decode(self, model, rows) -> list[str]:
         import torch
 
-        tok = self.processor.tokenizer
-        side, tok.padding_side = tok.padding_side, "left"  # generation continues each prompt's last token
-        try:
-            enc = self.processor(images=[r["before"].convert("RGB") for r in rows], text=self.prompts(rows),
-                                 return_tensors="pt", padding=True)
-        finally:
-            tok.padding_side = side
+        enc = self.text(rows)
         enc["pixel_values"] = self.pixels(rows)
         enc = {k: v.to(model.device) for k, v in enc.items()}
         enc["pixel_values"] = enc["pixel_values"].to(model.dtype)
@@ -315,15 +353,18 @@ class DavirRecipe(Recipe):
             out.append((prefix, tok(text, add_special_tokens=False)["input_ids"][:n] + [tok.eos_token_id]))
         return out
 
+    def text_sequences(self, rows):
+        texts = [self.reference(r["captions"], r["__index"], r["__epoch"]) for r in rows]
+        return self.sequences(self.inputs.prompts(rows), texts)
+
     def collate(self, rows):
         import numpy as np
         from PIL import Image
 
         from ..masks.fac import soft_patch_mask
 
-        texts = [self.reference(r["captions"], r["__index"], r["__epoch"]) for r in rows]
         prompts = self.inputs.prompts(rows)
-        ids, mask, labels = pack(self.sequences(prompts, texts), pad_id(self.inputs.processor.tokenizer))
+        ids, mask, labels = pack(self.text_sequences(rows), pad_id(self.inputs.processor.tokenizer))
         batch = {"pixel_values": self.inputs.pixels(rows), "input_ids": ids, "attention_mask": mask, "labels": labels,
                  **self.inputs.qformer(prompts)}
         side = self.grid * 8  # masks at a common size, then pooled to the patch grid (eq. 6)

@@ -72,6 +72,8 @@ class Settings:
     trainer_args: dict[str, Any] = field(default_factory=dict)
     #: which reference a pair trains on (``--train-reference``; default: the dataset's facts)
     train_reference: str = "random"
+    #: batches of pairs of similar text length (``--group-by-length``): another order of the same pairs
+    group_by_length: bool = False
 
 
 @functools.lru_cache(maxsize=65536)
@@ -183,6 +185,15 @@ class Recipe:
         """Whether training batches are drawn in random order (the Trainer's default)."""
         return True
 
+    def text_sequences(self, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
+        """``(prefix, target)`` token lists of the language side of each row (its ``__index`` and
+        ``__epoch`` pick the reference): what :meth:`collate` packs."""
+        raise NotImplementedError
+
+    def text_lengths(self, rows: list[dict[str, Any]]) -> list[int]:
+        """The language side's tokens of each row (no image is read): what ``--group-by-length`` groups by."""
+        return [len(prefix) + len(target) for prefix, target in self.text_sequences(rows)]
+
     def collate(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -234,6 +245,13 @@ def caption_loss_sum(logits, labels):
     """``(sum of token cross-entropies, number of target tokens)``: next-token prediction,
     position t predicting label t + 1, -100 ignored. Summed so that gradient accumulation
     divides by the tokens of the whole optimizer step, not of each micro-batch."""
+    total, count = caption_loss_terms(logits, labels)
+    return total, int(count)
+
+
+def caption_loss_terms(logits, labels):
+    """:func:`caption_loss_sum` with the token count left a tensor on the logits' device: the
+    training step reads nothing back from the device."""
     import torch.nn.functional as F
 
     logits = logits[:, -labels.shape[1]:, :]
@@ -241,4 +259,4 @@ def caption_loss_sum(logits, labels):
     shift_labels = labels[:, 1:].to(logits.device)
     total = F.cross_entropy(shift_logits.reshape(-1, shift_logits.shape[-1]), shift_labels.reshape(-1),
                             ignore_index=IGNORE, reduction="sum")
-    return total, int((shift_labels != IGNORE).sum())
+    return total, (shift_labels != IGNORE).sum()

@@ -58,6 +58,21 @@ class TrainArgs:
     dtype: str = option("auto", "the frozen base's dtype; auto: bf16 on a GPU with bf16 (fp16 otherwise), float32 on CPU",
                         choices=("auto", "float32", "bfloat16", "float16"))
     gradient_checkpointing: bool = option(False, "trade compute for memory (7B bases)")
+    memory_budget: Optional[float] = option(None, "GiB a step may use: the micro-batch is the largest divisor of the effective "
+                                                  "batch (--batch-size x --grad-accum) that --dry-run's estimate fits in it, the "
+                                                  "rest accumulated (exactly); --dry-run prints the largest batch that fits",
+                                            check=checks.positive_float, metavar="GIB")
+    group_by_length: bool = option(False, "batches of pairs of similar text length, less padding on the language side "
+                                          "(another order of the same pairs each epoch)")
+    dataloader_workers: Optional[int] = option(None, "processes that read, decode and collate batches beside the training "
+                                                     "loop, into pinned memory on a GPU (default: up to 4 on a GPU, none on "
+                                                     "CPU: the loop's own process)", check=checks.non_negative_int, metavar="N")
+    compile: bool = option(False, "torch.compile each layer of the base's stacks (ViT, Q-Former, LM): the first step pays "
+                                  "the compilation (its time is logged and recorded); where this platform cannot compile, "
+                                  "one line says so and training goes on uncompiled")
+    log_every: int = option(10, "read the losses and gradient norm back from the device every N optimizer steps "
+                                "(steps.jsonl keeps one line per step; the Trainer logs the mean loss every N)",
+                            check=checks.positive_int, metavar="N")
     report_to: str = option("auto", "auto (TensorBoard when installed) | none | tensorboard,wandb")
     progress: bool = option(True, "hide the progress bar")
     push_to_hub: Optional[str] = option(None, "upload the kept adapter with its model card to this Hub model repo",
@@ -86,6 +101,8 @@ OWNED_TRAINER_FIELDS = {
     "learning_rate": "--lr", "gradient_accumulation_steps": "--grad-accum", "seed": "--seed", "data_seed": "--seed",
     "gradient_checkpointing": "--gradient-checkpointing", "activation_checkpointing": "--gradient-checkpointing",
     "use_cpu": "--device", "bf16": "--dtype", "fp16": "--dtype", "disable_tqdm": "--no-progress",
+    "dataloader_num_workers": "--dataloader-workers", "logging_steps": "--log-every",
+    "group_by_length": "--group-by-length", "train_sampling_strategy": "--group-by-length",
     "push_to_hub": "--push-to-hub REPO (the kept adapter and its card)", "hub_model_id": "--push-to-hub REPO",
     **dict.fromkeys(("eval_strategy", "evaluation_strategy", "do_eval", "eval_steps", "eval_delay", "eval_on_start",
                      "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
@@ -96,8 +113,7 @@ TRAINER_FIELD_CHECKS = {
     "warmup_steps": checks.non_negative_float, "warmup_ratio": checks.unit_interval,
     "weight_decay": checks.non_negative_float, "max_grad_norm": checks.positive_float, "adam_beta1": checks.unit_interval,
     "adam_beta2": checks.unit_interval, "adam_epsilon": checks.positive_float, "per_device_eval_batch_size": checks.positive_int,
-    "logging_steps": checks.positive_float, "label_smoothing_factor": checks.unit_interval,
-    "dataloader_num_workers": checks.non_negative_int, "dataloader_prefetch_factor": checks.positive_int,
+    "label_smoothing_factor": checks.unit_interval, "dataloader_prefetch_factor": checks.positive_int,
     "eval_accumulation_steps": checks.positive_int,
 }
 

@@ -146,27 +146,107 @@ def epochs_markdown(table: list[dict[str, Any]]) -> str:
 class StepLog(TrainerCallback):
     """``steps.jsonl``: one line per optimizer step with ``step``, ``epoch``, ``loss`` (mean per
     target token of the step, extra terms included), ``lr``, ``grad_norm`` and every loss term
-    (``caption_loss``, and DAVIR's ``attention_loss``) on its own."""
+    (``caption_loss``, and DAVIR's ``attention_loss``) on its own.
 
-    def __init__(self, path: Path):
-        self.path, self.terms = path, {}
+    The terms stay tensors on the model's device, summed over the step's micro-batches; they are
+    read back together every ``every`` optimizer steps, one host-device synchronisation for
+    those steps (a read per step would make the CPU wait for the GPU at every step). They are
+    also read at every checkpoint before it is written (so a resumed run's log is whole), at each
+    epoch's end and when training stops; each such step is also a step the Trainer logs."""
+
+    def __init__(self, path: Path, every: int = 1):
+        self.path, self.every = path, max(1, int(every))
+        self.terms: dict[str, Any] = {}  #: this step's terms so far (tensors)
+        self.grad_norm: Any = None  #: this step's gradient norm (set by the Trainer's subclass)
+        self.lr: Any = None
+        self.pending: list[dict[str, Any]] = []  #: finished steps not yet written
 
     def add(self, terms: dict[str, Any]) -> None:
         for name, value in terms.items():
-            self.terms[name] = self.terms.get(name, 0.0) + float(value)
+            value = value.detach() if hasattr(value, "detach") else value
+            self.terms[name] = value if name not in self.terms else self.terms[name] + value
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "loss" not in logs:
+    def on_optimizer_step(self, args, state, control, lr_scheduler=None, optimizer=None, **kwargs):
+        # the rate this step used: the scheduler has not stepped yet (what the Trainer logs)
+        if lr_scheduler is not None and hasattr(lr_scheduler, "get_last_lr"):
+            self.lr = lr_scheduler.get_last_lr()[0]
+        elif optimizer is not None:
+            self.lr = optimizer.param_groups[0]["lr"]
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.pending.append({"step": state.global_step, "epoch": round(state.epoch or 0, 4), "lr": self.lr,
+                             "grad_norm": self.grad_norm, "terms": self.terms})
+        self.terms, self.grad_norm = {}, None
+        if (state.global_step % self.every == 0 or control.should_save or control.should_training_stop
+                or _epoch_ended(state) or state.global_step >= state.max_steps > 0):
+            control.should_log = True  # the Trainer's own log (TensorBoard, W&B) reads its loss at the same step
+            self.flush(state)
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self.flush(state)  # before the epoch's checkpoint is written
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.flush(state)
+
+    def flush(self, state) -> None:
+        """Read the pending steps' values back in one transfer and write their lines (rank 0)."""
+        if not self.pending:
             return
+        import torch
+
         from .ranks import sum_over_ranks
 
-        terms, self.terms = sum_over_ranks(self.terms), {}  # each rank holds its tokens' share of the step
+        pending, self.pending = self.pending, []
+        tensors = [v for p in pending for v in (*p["terms"].values(), p["grad_norm"], p["lr"]) if isinstance(v, torch.Tensor)]
+        values = iter(torch.stack([t.detach().float().reshape(()) for t in tensors]).tolist()) if tensors else iter(())
+
+        def plain(v):
+            return next(values) if isinstance(v, torch.Tensor) else v
+
+        rows, shares = [], {}
+        for k, p in enumerate(pending):
+            for name, value in p["terms"].items():
+                shares[f"{k}/{name}"] = plain(value)
+            rows.append({"step": p["step"], "epoch": p["epoch"], "grad_norm": plain(p["grad_norm"]), "lr": plain(p["lr"])})
+        shares = sum_over_ranks(shares)  # each rank holds its tokens' share of the step
         if not state.is_world_process_zero:
             return
-        row = {"step": state.global_step, "epoch": round(state.epoch or 0, 4), "loss": terms.pop("loss", logs["loss"]),
-               "lr": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm"), **terms}
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
+            for k, (row, p) in enumerate(zip(rows, pending)):
+                terms = {name: shares[f"{k}/{name}"] for name in p["terms"]}
+                line = {"step": row["step"], "epoch": row["epoch"], "loss": terms.pop("loss", None), "lr": row["lr"],
+                        "grad_norm": row["grad_norm"], **terms}
+                fh.write(json.dumps(line) + "\n")
+
+
+class FirstSteps(TrainerCallback):
+    """``--compile``: the wall time of the first optimizer step (the compilation happens there)
+    against the next ones, logged once and kept in ``info`` (the run record's ``speed.compile``)."""
+
+    def __init__(self, info: dict[str, Any], later: int = 3):
+        self.info, self.later, self.times, self.start = info, later, [], None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        import time
+
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import logging
+        import statistics
+        import time
+
+        if self.start is None or len(self.times) > self.later:
+            return
+        self.times.append(time.perf_counter() - self.start)
+        if len(self.times) == self.later + 1 or state.global_step >= state.max_steps:
+            first, rest = self.times[0], self.times[1:]
+            self.info["first_step_s"] = round(first, 2)
+            if rest:
+                self.info["later_step_s"] = round(statistics.median(rest), 3)
+            logging.getLogger(__name__).info("--compile: first step %.1f s (compilation included), then %s a step", first,
+                                             f"{statistics.median(rest):.2f} s" if rest else "no other step")
+            self.times.append(float("nan"))  # done
 
 
 def progress_callback(on_terminal: bool) -> TrainerCallback:

@@ -10,23 +10,31 @@ The memory of one optimizer step is the sum of four terms, each shown:
 * LoRA state: each trainable parameter in float32 with its gradient and AdamW's two moments
   (16 bytes);
 * activations: the bytes autograd saves for the backward pass, **measured** on a slice of the
-  real model rather than modelled: the base is built at its real widths with the fewest layers
-  its structure allows (one ViT layer, one Q-Former cross-attention period, one LLM layer),
+  real model rather than modelled: the base is built at its real widths with three periods of
+  each stack (ViT and LLM layers, Q-Former cross-attention periods of two layers),
   wrapped with the recipe's LoRA and hooks (:meth:`~idc_toolkit.models.recipe.Recipe.prepare`: DAVIR's two-image
-  encoder and its FAC capture, which makes the ViT's attention eager), and run forward on one
+  encoder and its FAC capture, which makes the final ViT layer's attention eager), and run forward on one
   pair of the run's token layout under the precision the Trainer uses (autocast to bf16 / fp16
   on a GPU) with :func:`torch.autograd.graph.saved_tensors_hooks` summing every saved storage
-  that is not a parameter. One more layer of each stack gives that stack's bytes per layer;
-  the total is extrapolated to the real depths and batch (every saved tensor grows linearly in
-  both). With gradient checkpointing the same slices are measured with checkpointing on (each
-  layer keeps its input) and one layer's full activations are added (the layer the backward
-  pass recomputes). The slice's weights are allocated, never initialised;
+  that is not a parameter. The middle period gives that stack's bytes per layer (the first saves
+  less, its input needing no gradient; the last is the one a recipe may change: DAVIR's eager
+  final ViT layer); the total is extrapolated to the real depths and batch (every saved tensor
+  grows linearly in both). With gradient checkpointing the same slices are measured with
+  checkpointing on (each layer keeps its input) and one layer's full activations are added (the
+  layer the backward pass recomputes). The slice's weights are allocated, never initialised;
 * the loss: the logits the LLM returns and the float32 log-probabilities the caption loss
   saves (measured in the same pass).
 
 Measured against an H100 (tests/test_real_layouts.py holds the figures): within 10% for
-BLIP2IDC on BLIP-2 OPT-2.7B and DAVIR on InstructBLIP-Vicuna-7B, with and without checkpointing.
-Allocator fragmentation and the CUDA context (~0.5-1 GiB) come on top.
+BLIP2IDC on BLIP-2 OPT-2.7B and DAVIR on InstructBLIP-Vicuna-7B; with checkpointing 17% under
+the run's peak (the run keeps more than the checkpointed layers' inputs and one recomputed
+layer, which is what the slice shows). Allocator fragmentation and the CUDA context (~0.5-1 GiB)
+come on top.
+
+``--memory-budget GIB``: the activations grow linearly in the batch, so the largest micro-batch
+that fits follows from the same terms (:meth:`Estimate.largest_batch`); the run then trains its
+effective batch as the largest divisor of it that fits, the rest accumulated
+(:func:`fit_budget`; the accumulation is exact, docs/training.md).
 """
 
 from __future__ import annotations
@@ -51,10 +59,37 @@ class Estimate:
     activation_bytes: int
     dtype: str
     per_layer_bytes: dict[str, int] | None = None  #: activations each layer of a stack saves, at the run's batch
+    batch_size: int = 1  #: the micro-batch the activations are for
+    budget_bytes: int | None = None  #: ``--memory-budget``: what :meth:`largest_batch` fits in
+    effective_batch: int = 1  #: the pairs of one optimizer step (batch x accumulation)
 
     @property
     def total_bytes(self) -> int:
         return self.weight_bytes + self.lora_state_bytes + self.activation_bytes
+
+    @property
+    def pair_bytes(self) -> float:
+        """Activations of one pair: every saved tensor grows linearly with the batch."""
+        return self.activation_bytes / max(self.batch_size, 1)
+
+    def total_at(self, batch: int) -> int:
+        """The estimate of one step at micro-batch ``batch``."""
+        return self.weight_bytes + self.lora_state_bytes + int(self.pair_bytes * batch)
+
+    def largest_batch(self, budget_bytes: int | None = None) -> int:
+        """The largest micro-batch whose estimate fits in ``budget_bytes`` (default: the run's budget); 0: none does."""
+        budget = self.budget_bytes if budget_bytes is None else budget_bytes
+        if budget is None:
+            raise ValueError("no memory budget")
+        room = budget - self.weight_bytes - self.lora_state_bytes
+        return max(0, int(room // self.pair_bytes)) if self.pair_bytes > 0 else 0
+
+    def split(self, budget_bytes: int | None = None) -> tuple[int, int]:
+        """``(micro-batch, accumulation steps)`` for the run's effective batch under the budget: the
+        largest divisor of the effective batch that fits, the rest accumulated; ``(0, 0)``: not even one pair fits."""
+        fits = self.largest_batch(budget_bytes)
+        micro = max((d for d in range(1, self.effective_batch + 1) if self.effective_batch % d == 0 and d <= fits), default=0)
+        return (micro, self.effective_batch // micro) if micro else (0, 0)
 
     def render(self) -> str:
         gib = 1024 ** 3
@@ -71,6 +106,11 @@ class Estimate:
             lines.append(f"  - {stack}: {n / 2 ** 20:.1f} MiB a layer")
         lines.append(f"- total: {self.total_bytes / gib:.2f} GiB (allocator overhead and the CUDA context, ~0.5-1 GiB, "
                      "come on top)")
+        if self.budget_bytes is not None:
+            micro, accum = self.split()
+            lines.append(f"- in {self.budget_bytes / gib:.1f} GiB: batches up to {self.largest_batch()} pairs fit; the effective "
+                         f"batch of {self.effective_batch} trains as " + (f"--batch-size {micro} --grad-accum {accum}" if micro
+                                                                          else "nothing: not one pair fits"))
         return "\n".join(lines)
 
 
@@ -81,8 +121,9 @@ def _group(name: str) -> str:
     return "other"
 
 
-def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
-    """Parameter counts and the memory estimate of ``settings`` on ``device`` (see module docstring)."""
+def estimate(recipe_cls, settings, facts, device: str, budget_gib: float | None = None) -> Estimate:
+    """Parameter counts and the memory estimate of ``settings`` on ``device`` (see module
+    docstring); ``budget_gib``: also what fits in that many GiB (:meth:`Estimate.split`)."""
     import torch
     import transformers
     from ..models.adapters import wrap_lora
@@ -114,7 +155,26 @@ def estimate(recipe_cls, settings, facts, device: str) -> Estimate:
     activations, per_layer = activation_bytes(recipe_cls, settings, facts, config, model_class, dtype,
                                               autocast=device.startswith("cuda") and dtype != torch.float32)
     return Estimate({g: n for g, n in parameters.items() if n}, {g: n for g, n in trainable.items() if n},
-                    weight_bytes, lora_state, activations, str(dtype).replace("torch.", ""), per_layer)
+                    weight_bytes, lora_state, activations, str(dtype).replace("torch.", ""), per_layer,
+                    batch_size=settings.batch_size, budget_bytes=None if budget_gib is None else int(budget_gib * 1024 ** 3),
+                    effective_batch=settings.batch_size * settings.grad_accum)
+
+
+def fit_budget(settings, guess: Estimate):
+    """``settings`` with the micro-batch and accumulation :meth:`Estimate.split` picks under the
+    run's ``--memory-budget``: the same effective batch, and the same training, since the loss is
+    divided by the target tokens of the whole optimizer step."""
+    from dataclasses import replace
+
+    from ..errors import IDCError
+
+    micro, accum = guess.split()
+    if not micro:
+        gib = 1024 ** 3
+        raise IDCError(f"--memory-budget {guess.budget_bytes / gib:g}: not one pair fits (frozen weights and LoRA state "
+                       f"{(guess.weight_bytes + guess.lora_state_bytes) / gib:.1f} GiB, {guess.pair_bytes / gib:.2f} GiB a pair; "
+                       "try --gradient-checkpointing)")
+    return replace(settings, batch_size=micro, grad_accum=accum)
 
 
 _MEASURED: dict[tuple, tuple[int, dict[str, list[int]]]] = {}
@@ -123,13 +183,15 @@ _MEASURED: dict[tuple, tuple[int, dict[str, list[int]]]] = {}
 def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast: bool) -> tuple[int, dict[str, int]]:
     """``(bytes, per-layer bytes by stack)`` autograd saves for one optimizer micro-batch of
     ``settings.batch_size`` pairs, measured on a slice of the model (see the module docstring).
-    The slice has two periods of each stack (one layer; a Q-Former cross-attention period); the
+    The slice has three periods of each stack (one layer; a Q-Former cross-attention period); the
     second period's bytes are the per-layer figure the real depth repeats (the first layer of a
-    stack saves less: its input needs no gradient)."""
+    stack saves less: its input needs no gradient; the last may differ where a recipe changes it)."""
     period = {"vision_model": 1, "language_model": 1,
               "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
     depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
-    cut = {s: min(2 * period[s], depth[s]) for s in STACKS}
+    # three periods: the first (its input needs no gradient), a steady one that the real depth
+    # repeats, and the last, which a recipe may change (DAVIR's eager final ViT layer): each once
+    cut = {s: min(3 * period[s], depth[s]) for s in STACKS}
 
     def total(checkpointing: bool) -> tuple[float, dict[str, float]]:
         fields = repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing"))
@@ -137,7 +199,8 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
         if key not in _MEASURED:  # the plain slice serves the checkpointed estimate too
             _MEASURED[key] = _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast, cut, checkpointing)
         other, layers = _MEASURED[key]
-        steady = {s: sum(layers[s][-period[s]:]) / period[s] for s in STACKS}
+        middle = {s: layers[s][period[s]:2 * period[s]] if cut[s] >= 3 * period[s] else layers[s][-period[s]:] for s in STACKS}
+        steady = {s: sum(middle[s]) / period[s] for s in STACKS}
         return other + sum(sum(layers[s]) + steady[s] * (depth[s] - cut[s]) for s in STACKS), steady
 
     pair, layer = total(False)
@@ -231,16 +294,24 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     labels = batch.pop("labels")
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
-    def fused_attention(q, k, v, *args, **kwargs):
+    class FusedAttention(torch.autograd.Function):
         """What a GPU's flash / memory-efficient attention keeps for its backward: q, k, v, the
         output and a float32 log-sum-exp (the CPU's kernels for masked attention keep the whole
-        attention matrix instead)."""
-        with torch.no_grad():
-            out = sdpa(q, k, v, *args, **kwargs)
-        for t in (q, k, v, out):
-            count(t)
-        add(out[..., 0].numel() * 4)  # the log-sum-exp
-        return out.requires_grad_(q.requires_grad or k.requires_grad or v.requires_grad)
+        attention matrix instead), saved through autograd, so a checkpointed layer's saved-tensor
+        hooks see them as they see the real kernel's."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, call):
+            out = call(q, k, v)
+            ctx.save_for_backward(q, k, v, out, out.new_empty(out.shape[:-1], dtype=torch.float32))
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):  # never called: the slice is only run forward
+            raise NotImplementedError
+
+    def fused_attention(q, k, v, *args, **kwargs):
+        return FusedAttention.apply(q, k, v, lambda q, k, v: sdpa(q, k, v, *args, **kwargs))
 
     softmax = torch.nn.functional.softmax
     linear = _shape_only_linear(dtype if autocast else None)

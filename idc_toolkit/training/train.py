@@ -150,7 +150,7 @@ def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainA
         gradient_checkpointing=bool(args.gradient_checkpointing),
         defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
         options={**known, **args.options}, trainer_args=dict(args.trainer_args),
-        train_reference=args.train_reference or facts.train_reference)
+        train_reference=args.train_reference or facts.train_reference, group_by_length=bool(args.group_by_length))
 
 
 class _Rows:
@@ -219,15 +219,18 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
     facts = dataset_facts(dataset)
     settings = resolve_settings(recipe_cls, facts, args)
     train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings, progress)
-    if args.dry_run:
-        from .estimate import estimate
+    if args.dry_run or args.memory_budget:
+        from .estimate import estimate, fit_budget
 
-        return TrainResult(out, out / "adapter", settings=settings,
-                           estimate=estimate(recipe_cls, settings, facts, resolve_device(args.device)))
+        guess = estimate(recipe_cls, settings, facts, resolve_device(args.device), args.memory_budget)
+        if args.dry_run:
+            return TrainResult(out, out / "adapter", settings=settings, estimate=guess)
+        settings = fit_budget(settings, guess)
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
         raise IDCError(f"{out / 'adapter'} is a file; the adapter folder would be written there: move it or choose another --out")
     device = resolve_device(args.device)
-    trainer_args = training_arguments(settings, out, device, args.report_to, progress)  # refused before the folder or weights
+    trainer_args = training_arguments(settings, out, device, args.report_to, progress, workers=args.dataloader_workers,
+                                      log_every=args.log_every)  # refused before the folder or weights
     fields = run_fields(settings, dataset, progress)
     folder = RunFolder(out, "training", fields, owned=OWNED, card_record=False, progress=progress).open(args.overwrite)
     rank = dist_info()[0]
@@ -255,6 +258,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
         net = wrap_lora(base, recipe.lora_config(base))
         if settings.gradient_checkpointing:
             net.enable_input_require_grads()
+        compiled = compile_stacks(net, device) if args.compile else None
         last = last_complete_checkpoint(out / "checkpoints")
         if last:
             verify_checkpoint(last)
@@ -263,8 +267,12 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
             _truncate_logs(out, done_step)  # what a killed run logged after its last checkpoint is redone
         barrier()  # the other ranks read the truncated tables
         validation = EpochValidation(recipe, val_rows, dataset, settings, out)
-        steps = StepLog(out / STEPS_FILE)
+        steps = StepLog(out / STEPS_FILE, trainer_args.logging_steps)
         extra = [validation, steps]
+        if compiled is not None and compiled.get("compiled"):
+            from .callbacks import FirstSteps
+
+            extra.append(FirstSteps(compiled))
         if recipe.picture_every() > 0:
             extra.append(AttentionPictures(recipe, val_rows or train_rows, out, recipe.picture_every()))
         trainer = _trainer_class()(model=net, args=trainer_args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
@@ -293,6 +301,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
             write_text_atomic(out / "adapter" / "README.md", adapter_card(recipe_cls, settings, fields, dataset, validation.table))
             record = _record(fields, complete=True, epochs=validation.table)
             record["trainer_metrics"] = metrics  # train_runtime, samples/s, steps/s (this call's); train_loss: the run's
+            record["speed"] = speed_record(trainer_args, net, compiled)  # how it ran: not in the fingerprint
             folder.finalise(lambda final: write_json_atomic(final / CONFIG_FILE, record), order=(CONFIG_FILE,))
             if push_to_hub:
                 from .card import push_adapter
@@ -329,25 +338,21 @@ def load_dtype(dtype: str, device: str):
     return resolve_dtype(dtype, device)
 
 
-def training_arguments(s: Settings, out: Path, device: str, report_to: str, progress: bool):
+def training_arguments(s: Settings, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
+                       log_every: int = 1):
     """``TrainingArguments`` of a run; ``s.trainer_args`` are applied last and validated by
-    transformers itself (an unknown field is an error naming it)."""
+    transformers itself (an unknown field is an error naming it). On a GPU: bf16 autocast where
+    the GPU has bf16 (fp16 otherwise) unless ``--dtype float32``, fused AdamW, ``workers``
+    DataLoader processes (default :func:`default_workers`) writing pinned memory that is copied
+    to the GPU without waiting. On CPU: autocast only for ``--dtype bfloat16``, torch's AdamW,
+    the batches made in the loop's own process unless ``workers``. The Trainer logs every
+    ``log_every`` steps and never checks each step's loss for NaN, which would read it back from
+    the device at every step (``steps.jsonl`` holds every step's)."""
     import dataclasses
 
-    import torch
     from transformers import TrainingArguments
 
-    on_gpu = device.startswith("cuda")
-    bf16 = on_gpu and torch.cuda.is_bf16_supported() and s.dtype != "float32"
-    kwargs: dict[str, Any] = dict(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum,
-        learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=s.max_steps, seed=s.seed, data_seed=s.seed,
-        lr_scheduler_type=s.lr_schedule, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
-        warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
-        save_total_limit=2, logging_steps=1, report_to=_report_to(report_to),
-        remove_unused_columns=False, dataloader_num_workers=0, use_cpu=not on_gpu, bf16=bf16,
-        fp16=on_gpu and not bf16 and s.dtype != "float32",
-        disable_tqdm=not progress, optim="adamw_torch", dataloader_drop_last=s.variant == "released")
+    kwargs = trainer_fields(s, out, device, report_to, progress, workers, log_every)
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     # transformers renamed gradient_checkpointing to activation_checkpointing after 5.17: the name this version knows
     kwargs["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = s.gradient_checkpointing
@@ -359,6 +364,127 @@ def training_arguments(s: Settings, out: Path, device: str, report_to: str, prog
         return TrainingArguments(**kwargs)
     except (ValueError, TypeError) as exc:
         raise IDCError(f"TrainingArguments refused the settings: {exc}") from None
+
+
+def trainer_fields(s: Settings, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
+                   log_every: int = 1) -> dict[str, Any]:
+    """The ``TrainingArguments`` fields :func:`training_arguments` sets from a run's settings (see there)."""
+    import torch
+
+    on_gpu = device.startswith("cuda")
+    bf16 = (torch.cuda.is_bf16_supported() if on_gpu else s.dtype == "bfloat16") and s.dtype != "float32"
+    workers = default_workers(device) if workers is None else workers
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(out / "checkpoints"), per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum,
+        learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=s.max_steps, seed=s.seed, data_seed=s.seed,
+        lr_scheduler_type=s.lr_schedule, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
+        warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
+        save_total_limit=2, logging_steps=log_every, logging_nan_inf_filter=False, report_to=_report_to(report_to),
+        remove_unused_columns=False, dataloader_num_workers=workers, dataloader_pin_memory=on_gpu,
+        accelerator_config={"non_blocking": on_gpu}, use_cpu=not on_gpu, bf16=bf16,
+        fp16=on_gpu and not bf16 and s.dtype != "float32",
+        disable_tqdm=not progress, optim="adamw_torch_fused" if on_gpu else "adamw_torch",
+        dataloader_drop_last=s.variant == "released")
+    return kwargs
+
+
+def default_workers(device: str) -> int:
+    """DataLoader processes by default: on a GPU up to 4, leaving the training loop a core (made in
+    the loop's own process, the input of a batch of 16 at the real image sizes is 7-22% of a GPU
+    step: benchmarks/README.md); on CPU none, as the model's own work uses every core."""
+    import os
+
+    if not device.startswith("cuda"):
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(4, cores - 1))
+
+
+#: the backend ``--compile`` asks torch.compile for
+COMPILE_BACKEND = "inductor"
+#: compiled versions torch keeps per code object under ``--compile`` (its default: 8)
+RECOMPILE_LIMIT = 64
+
+
+def _compile_probe(device: str) -> None:
+    """Compile and run a two-operation function on ``device``: what fails where the platform cannot
+    compile (no C++ compiler for CPU code, no Triton for a GPU) fails here, before the run's model."""
+    import torch
+
+    torch.compile(lambda x: x * 2 + 1, backend=COMPILE_BACKEND)(torch.ones(2, device=device))
+
+
+def compile_stacks(net, device: str) -> dict[str, Any]:
+    """``--compile``: ``torch.compile`` each transformer layer of the base's stacks in place
+    (regional compilation: a stack's identical layers reuse the compiled code, and parameter
+    names do not change), after checking that the platform compiles at all
+    (:func:`_compile_probe`); where it does not, one line says why and the run trains
+    uncompiled. Returns what the run record shows."""
+    import time
+
+    from ..stores import first_line
+
+    start = time.perf_counter()
+    try:
+        _compile_probe(device)
+    except Exception as exc:  # a missing compiler surfaces as one of many error types
+        reason = f"{type(exc).__name__}: {first_line(exc)}"
+        log.warning("--compile: this platform cannot compile (%s); training goes on uncompiled", reason)
+        return {"compiled": False, "reason": reason}
+    import torch._dynamo
+
+    # every layer class of the three stacks runs one code object (transformers' checkpointing wrapper), each in a
+    # few shapes (caption lengths, then dynamic; the Q-Former's cross-attention layers): torch's default of 8
+    # compiled versions per code object left most layers uncompiled
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+    layers = 0
+    for stack in stack_layers(net).values():
+        for layer in stack:
+            layer.compile(backend=COMPILE_BACKEND)
+            layers += 1
+    return {"compiled": True, "backend": COMPILE_BACKEND, "layers": layers, "probe_s": round(time.perf_counter() - start, 2)}
+
+
+def stack_layers(net) -> dict[str, list]:
+    """``{stack: its transformer layers}`` of a BLIP-2-family model (wrapped by peft or not): the
+    longest ``ModuleList`` under each of ``vision_model``, ``qformer`` and ``language_model``."""
+    import torch
+
+    found: dict[str, list] = {}
+    for name, module in net.named_modules():
+        if not isinstance(module, torch.nn.ModuleList):
+            continue
+        for stack in ("vision_model", "qformer", "language_model"):
+            if f"{stack}." in f"{name}." and len(module) > len(found.get(stack, [])):
+                found[stack] = list(module)
+    return found
+
+
+def attention_implementations(net) -> dict[str, list[str]]:
+    """``{stack: the attention implementation of each layer}``, as the layers' configurations say:
+    ``sdpa`` everywhere transformers supports it, ``eager`` where a recipe reads the weights
+    (DAVIR's final ViT layer under its attention loss)."""
+    found: dict[str, list[str]] = {}
+    for stack, layers in stack_layers(net).items():
+        kinds = []
+        for layer in layers:
+            configs = [m.config for m in layer.modules()
+                       if "Attention" in type(m).__name__ and hasattr(getattr(m, "config", None), "_attn_implementation")]
+            kinds.append("/".join(dict.fromkeys(str(c._attn_implementation) for c in configs)) or "none")
+        found[stack] = kinds
+    return found
+
+
+def speed_record(trainer_args, net, compiled: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """How the run ran, beside its fingerprint (none of it changes what is trained beyond float rounding)."""
+    from collections import Counter
+
+    attention = {stack: dict(Counter(kinds)) for stack, kinds in attention_implementations(net).items()}
+    return {"dataloader_workers": trainer_args.dataloader_num_workers, "pin_memory": trainer_args.dataloader_pin_memory,
+            "optimizer": str(getattr(trainer_args.optim, "value", trainer_args.optim)), "bf16_autocast": trainer_args.bf16,
+            "fp16_autocast": trainer_args.fp16, "log_every": trainer_args.logging_steps, "attention": attention,
+            "compile": compiled}
 
 
 def last_complete_checkpoint(folder: Path) -> Optional[str]:
@@ -471,7 +597,9 @@ def _report_to(value: str) -> list[str]:
 def _trainer_class():
     from transformers import Trainer
 
-    from ..models.recipe import caption_loss_sum
+    import torch
+
+    from ..models.recipe import caption_loss_terms
 
     class IDCTrainer(Trainer):
         """``Trainer`` whose loss is the caption cross-entropy summed over target tokens and
@@ -505,20 +633,28 @@ def _trainer_class():
                 torch.save(shown, os.path.join(output_dir or self.args.output_dir, TRAINING_ARGS_NAME))
 
         def _get_train_sampler(self, *args, **kwargs):
+            if self.recipe.settings.group_by_length:  # asked for: it replaces even a recipe's unshuffled order
+                return length_grouped_sampler(self.train_dataset, self.recipe,
+                                              self.args.train_batch_size * self.args.gradient_accumulation_steps, self.args.seed)
             if not self.recipe.shuffle():
                 from torch.utils.data import SequentialSampler
 
                 return SequentialSampler(self.train_dataset)
             return super()._get_train_sampler(*args, **kwargs)
 
+        def _get_grad_norm(self, model, grad_norm=None):
+            grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+            self.step_log.grad_norm = grad_norm  # a tensor: steps.jsonl reads it with the step's losses
+            return grad_norm
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             extras = {k: inputs.pop(k) for k in list(inputs) if k.startswith("idc_")}
             labels = inputs.pop("labels")
             outputs = model(**inputs)
-            total, count = caption_loss_sum(outputs.logits, labels)
+            total, count = caption_loss_terms(outputs.logits, labels)  # tensors: nothing is read back from the device
             accum = max(1, getattr(self, "current_gradient_accumulation_steps", 1))
-            denominator = float(num_items_in_batch) if num_items_in_batch is not None else float(max(count, 1) * accum)
-            loss = total / max(denominator, 1.0)
+            denominator = num_items_in_batch if num_items_in_batch is not None else count * accum
+            loss = total / torch.as_tensor(denominator, device=total.device).to(total.dtype).clamp(min=1.0)
             terms = {"caption_loss": loss.detach()}
             for name, (weight, term) in self.recipe.extra_loss(model, extras).items():
                 share = term / accum  # a mean over the micro-batch's pairs: each micro-batch weighs 1/N of the step
@@ -531,6 +667,44 @@ def _trainer_class():
             return (loss, outputs) if return_outputs else loss
 
     return IDCTrainer
+
+
+def length_grouped_sampler(rows, recipe, group: int, seed: int):
+    """The ``--group-by-length`` sampler over ``rows`` (a :class:`_Rows`), ``group`` pairs an
+    optimizer step (the class is made here: torch is imported only where a model is)."""
+    import torch
+
+    class LengthGroupedEpochs(torch.utils.data.Sampler):
+        """``--group-by-length``: transformers' length-grouped order (random megabatches of 50
+        batches, each sorted by length, the longest batch first) over the language side's tokens of
+        the reference each pair draws in this epoch (:meth:`~idc_toolkit.models.recipe.Recipe.text_lengths`;
+        no image is read), seeded by the run's seed and the epoch, so a resumed run draws the same.
+        Every pair comes once per epoch, as with the plain shuffle; only the order differs."""
+
+        def __init__(self, rows, recipe, group: int, seed: int):
+            self.rows, self.recipe, self.group, self.seed, self.epoch = rows, recipe, group, seed, 0
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = int(epoch)
+            self.rows.set_epoch(epoch)  # accelerate tells the sampler, not the dataset, when the sampler listens
+
+        def __len__(self) -> int:
+            return len(self.rows)
+
+        def lengths(self) -> list[int]:
+            ds = self.rows.ds
+            texts = ds.select_columns([c for c in ("pair_id", "captions", "entities") if c in ds.column_names])
+            rows = [{**row, "__index": i, "__epoch": self.epoch} for i, row in enumerate(texts)]
+            return self.recipe.text_lengths(rows)
+
+        def __iter__(self):
+            from transformers.trainer_pt_utils import get_length_grouped_indices
+
+            generator = torch.Generator()
+            generator.manual_seed(self.seed * 1000003 + self.epoch)
+            return iter(get_length_grouped_indices(self.lengths(), self.group, generator=generator))
+
+    return LengthGroupedEpochs(rows, recipe, group, seed)
 
 
 def _on_terminal() -> bool:
