@@ -22,7 +22,7 @@ def main() -> None:
     from idc_toolkit.builders import make_builder
     from idc_toolkit.building.pipeline import build_dataset
     from idc_toolkit.demo.generator import generate_demo_release
-    from idc_toolkit.models.generation import dataset_rows, _decode
+    from idc_toolkit.runs.rows import decode_image, open_split
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_runner_class
     from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
@@ -41,8 +41,9 @@ def main() -> None:
         tmp = Path(tmp)
         raw = generate_demo_release(tmp / "raw", n_per_type=max(2, args.pairs // 2), seed=5)
         build_dataset(make_builder("clevr_change", raw), tmp / "ds", progress=False)
-        _, rows = dataset_rows(str(tmp / "ds"), "train")
-        rows = [{**r, "before": _decode(r["before"]), "after": _decode(r["after"]), "entities": ["cube"]} for _, r in zip(range(args.pairs), rows)]
+        source = open_split(str(tmp / "ds"), "train")[0]
+        rows = [{**r, "before": decode_image(r["before"]), "after": decode_image(r["after"]), "entities": ["cube"]}
+                for r in source.read(0, min(args.pairs, len(source)))]
         configs = [("blip2idc", args.blip2_base or str(save_tiny_blip2(tmp / "blip2")), args.blip2_adapter)]
         if not args.blip2_base:
             configs.append(("davir", str(save_tiny_instructblip(tmp / "iblip")), None))
@@ -50,7 +51,8 @@ def main() -> None:
             runner = get_runner_class(name)(base, adapter, device, "auto", DatasetFacts(builder="clevr_change", pair_style="scene"),
                                             max_new_tokens=args.max_new_tokens)
             # every pair generates the same number of tokens: random weights would stop at once
-            runner.model.generation_config.min_new_tokens = runner.inputs.max_new_tokens
+            for model in (runner.model, runner.model.language_model):  # BLIP-2's LM generates under its own config
+                model.generation_config.min_new_tokens = runner.inputs.max_new_tokens
             runner.generate(rows[: args.batch_size])  # warm-up
             t = time.perf_counter()
             for k in range(0, len(rows), args.batch_size):

@@ -7,12 +7,16 @@ peak RSS of the process. The real BLIP-2 OPT-2.7B / InstructBLIP-Vicuna-7B confi
 batch 16 in bf16 need a GPU, which this project's machines do not have: not measured here.
 
     python benchmarks/train_speed.py [--steps 40] [--batch-size 8]
-    python benchmarks/train_speed.py --real-size [--steps 12]     (on a GPU)
+    python benchmarks/train_speed.py --real-size [--steps 12] [--compile]     (on a GPU)
 
 ``--real-size`` (a GPU): both recipes on randomly initialised weights of the real configurations
 (below; the tiny tokenizers and processors), batch 16, bf16, no validation, each run in its own
-process: samples/s from the Trainer's runtime and the peak of ``torch.cuda.max_memory_allocated``,
-beside ``--dry-run``'s estimate of the same run.
+process: samples/s from the Trainer's runtime, MFU (the Trainer's FLOP count, 6 x parameters x
+tokens, over the runtime and the GPU's bf16 dense peak, ``gpu_peaks.py``) and the peak of
+``torch.cuda.max_memory_allocated``, beside ``--dry-run``'s estimate of the same run. The runs
+use ``idc-train``'s defaults on a GPU (DataLoader workers, pinned memory, fused AdamW, the losses
+read back every 10 steps); ``--compile`` adds a ``--compile`` run of each recipe and its first
+step's time.
 
 It then prints ``idc-train --dry-run``'s figures for the real configurations, built from their
 published sizes (BLIP-2 OPT-2.7B: EVA ViT-g 1408x39, Q-Former 768x12, OPT-2.7B 2560x32;
@@ -32,15 +36,25 @@ from pathlib import Path
 from typing import Optional
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps of each run (default: 40 tiny, 12 real size)")
+    p.add_argument("--batch-size", type=int, default=None, help="default: 8 tiny, 16 real size")
+    p.add_argument("--real-size", action="store_true", help="the real configurations on a GPU (random weights)")
+    p.add_argument("--compile", action="store_true", help="with --real-size: a --compile run of each recipe too")
+    p.add_argument("--data", help="with --real-size: the folder --make-data wrote (a GPU machine without spaCy)")
+    p.add_argument("--make-data", metavar="DIR", help="write the demo data (ds/, ents/) into DIR and stop")
+    p.add_argument("--estimates-only", action="store_true", help="only --dry-run's figures of the real configurations")
+    p.add_argument("--child", nargs=8, help=argparse.SUPPRESS)
+    return p
+
+
+def main(args: argparse.Namespace) -> None:
     from processes import measure
 
     from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=40)
-    p.add_argument("--batch-size", type=int, default=8)
-    args = p.parse_args()
+    args.steps, args.batch_size = args.steps or 40, args.batch_size or 8
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ds, ents = demo_data(root)
@@ -60,19 +74,9 @@ def main() -> None:
 
 def real_size_configs() -> dict:
     """The two papers' base configurations, from their published sizes (no download)."""
-    from transformers import Blip2Config, InstructBlipConfig, LlamaConfig, OPTConfig
+    from idc_toolkit.models.layouts import real_config
 
-    vision = dict(hidden_size=1408, intermediate_size=6144, num_hidden_layers=39, num_attention_heads=16, image_size=224,
-                  patch_size=14)
-    qformer = dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
-                   encoder_hidden_size=1408, cross_attention_frequency=2)
-    opt = OPTConfig(vocab_size=50272, hidden_size=2560, ffn_dim=10240, num_hidden_layers=32, num_attention_heads=32,
-                    word_embed_proj_dim=2560, max_position_embeddings=2048)
-    llama = LlamaConfig(vocab_size=32001, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                        num_attention_heads=32, max_position_embeddings=2048)
-    return {"blip2idc": Blip2Config(vision_config=vision, qformer_config=qformer, text_config=opt.to_dict(), num_query_tokens=32),
-            "davir": InstructBlipConfig(vision_config=vision, qformer_config={**qformer, "vocab_size": 30523},
-                                        text_config=llama.to_dict(), num_query_tokens=32)}
+    return {"blip2idc": real_config("Salesforce/blip2-opt-2.7b"), "davir": real_config("Salesforce/instructblip-vicuna-7b")}
 
 
 def real_size_estimates() -> None:
@@ -154,24 +158,30 @@ def save_real_size(name: str, folder: Path, device: str) -> Path:
     return folder
 
 
-def real_size_child(name: str, base: str, data: str, out: str, steps: int, batch: int, checkpointing: bool) -> None:
-    """One ``train()`` run in this process; prints its peak memory and samples/s as JSON."""
+def real_size_child(name: str, base: str, data: str, out: str, steps: int, batch: int, checkpointing: bool,
+                    compiled: bool = False) -> None:
+    """One ``train()`` run in this process; prints its peak memory, samples/s and MFU as JSON."""
     import torch
+
+    from gpu_peaks import mfu
 
     from idc_toolkit.training import TrainArgs
     from idc_toolkit.training.train import train
 
     args = TrainArgs(name, dataset=data, out=out, base_model=base, batch_size=batch, dtype="bfloat16", val_split="",
                      max_steps=steps, device=DEVICE, report_to="none", progress=False, lr=1e-4,
-                     gradient_checkpointing=checkpointing)
+                     gradient_checkpointing=checkpointing, compile=compiled)
     train(args)
-    runtime = json.loads((Path(out) / "train_config.json").read_text())["trainer_metrics"]["train_runtime"]
+    record = json.loads((Path(out) / "train_config.json").read_text())
+    metrics = record["trainer_metrics"]
+    runtime = metrics["train_runtime"]
     peak = torch.cuda.max_memory_allocated() if DEVICE == "cuda" else 0
-    print("RESULT " + json.dumps({"peak_GiB": peak / 2**30,
-                                  "samples_per_s": steps * batch / runtime}))
+    share = mfu(metrics.get("total_flos", 0) / runtime, torch.cuda.get_device_name()) if DEVICE == "cuda" else None
+    print("RESULT " + json.dumps({"peak_GiB": peak / 2**30, "samples_per_s": steps * batch / runtime, "mfu": share,
+                                  "compile": (record.get("speed") or {}).get("compile")}))
 
 
-def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None) -> None:
+def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None, compiled: bool = False) -> None:
     """``data_root``: ``demo_data``'s two folders made beforehand (``ds/``, ``ents/``), e.g. on a
     machine with spaCy, for a GPU machine without it."""
     import subprocess
@@ -183,49 +193,62 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None)
     from idc_toolkit.training import TrainArgs, resolve_settings
     from idc_toolkit.training.estimate import estimate
 
+    import transformers
+
+    from gpu_peaks import gpu_model, shown
+
     gpu = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
-    print(f"idc-train on the real configurations, random weights ({gpu}, torch {torch.__version__}, "
-          f"{steps} steps, batch {batch}, bf16, no validation)")
-    print("| recipe | `--dry-run` total | peak allocated | samples/s |\n| --- | ---: | ---: | ---: |")
+    model = gpu_model(gpu) if DEVICE == "cuda" else None
+    print(f"idc-train on the real configurations, random weights ({gpu}, torch {torch.__version__}, transformers "
+          f"{transformers.__version__}, {steps} steps, batch {batch}, bf16, no validation; MFU: the Trainer's FLOP count "
+          f"over the runtime and the {model or 'unknown'} bf16 dense peak)")
+    print("| recipe | `--dry-run` total | peak allocated | samples/s | MFU |\n| --- | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ds, ents = (Path(data_root) / "ds", Path(data_root) / "ents") if data_root else demo_data(root)
         for name, data in (("blip2idc", ds), ("davir", ents)):
             base = save_real_size(name, root / f"base_{name}", DEVICE)
-            for ckpt in ((False,) if name == "blip2idc" else (False, True)):
+            runs = [(False, False)] if name == "blip2idc" else [(False, False), (True, False)]
+            runs += [(False, True)] if compiled else []
+            for ckpt, comp in runs:
                 settings = resolve_settings(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
                                             TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=batch,
                                                       dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
                 guess = estimate(get_recipe_class(name), settings, DatasetFacts(builder="clevr_change", pair_style="scene"),
                                  DEVICE).total_bytes / 2**30
-                out = root / f"run_{name}_{ckpt}"
+                out = root / f"run_{name}_{ckpt}_{comp}"
                 proc = subprocess.run([sys.executable, __file__, "--child", name, str(base), str(data), str(out), str(steps),
-                                       str(batch), str(int(ckpt))], capture_output=True, text=True)
+                                       str(batch), str(int(ckpt)), str(int(comp))], capture_output=True, text=True)
                 line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+                label = name + (", `--gradient-checkpointing`" if ckpt else "") + (", `--compile`" if comp else "")
                 if line is None:
-                    print(f"| {name}{', checkpointing' if ckpt else ''} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | |")
+                    print(f"| {label} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | | |")
                     continue
                 r = json.loads(line[7:])
                 error = f" ({100 * (guess - r['peak_GiB']) / r['peak_GiB']:+.0f}%)" if r["peak_GiB"] else ""
-                print(f"| {name}{', `--gradient-checkpointing`' if ckpt else ''} | {guess:.2f} GiB | {r['peak_GiB']:.2f} GiB"
-                      f"{error} | {r['samples_per_s']:.1f} |", flush=True)
+                info = r.get("compile") or {}
+                if comp:
+                    label += (f" (first step {info.get('first_step_s')} s, then {info.get('later_step_s')} s)"
+                              if info.get("compiled") else f" (not compiled: {info.get('reason')})")
+                print(f"| {label} | {guess:.2f} GiB | {r['peak_GiB']:.2f} GiB{error} | {r['samples_per_s']:.1f} | "
+                      f"{shown(r['mfu'])} |", flush=True)
             import shutil
 
             shutil.rmtree(base)
 
 
 if __name__ == "__main__":
-    if "--child" in sys.argv:
-        k = sys.argv.index("--child")
-        name, base, data, out, steps, batch, ckpt = sys.argv[k + 1: k + 8]
-        real_size_child(name, base, data, out, int(steps), int(batch), ckpt == "1")
-    elif "--real-size" in sys.argv:
-        real_size_runs(int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 12,
-                       data_root=sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else None)
-    elif "--make-data" in sys.argv:
-        demo_data(Path(sys.argv[sys.argv.index("--make-data") + 1]))
-    elif "--estimates-only" in sys.argv:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # processes.py, gpu_peaks.py
+    options = parser().parse_args()
+    if options.child:
+        name, base, data, out, steps, batch, ckpt, comp = options.child
+        real_size_child(name, base, data, out, int(steps), int(batch), ckpt == "1", comp == "1")
+    elif options.real_size:
+        real_size_runs(options.steps or 12, options.batch_size or 16, data_root=options.data, compiled=options.compile)
+    elif options.make_data:
+        demo_data(Path(options.make_data))
+    elif options.estimates_only:
         real_size_estimates()
     else:
-        main()
+        main(options)
         real_size_estimates()
