@@ -154,10 +154,6 @@ def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
 #: without checkpointing: measured at --fac-weight 0, a path the attention capture does not touch (the 46.23 GiB
 #: measured with the capture were with every ViT layer eager; it now makes only the final layer eager)
 MEASURED_GIB = {("blip2idc", False): 17.16, ("davir", False): 39.8, ("davir", True): 20.94}
-#: how close each estimate is held: with checkpointing the slice counts what the checkpointed layers keep (their
-#: inputs) and one recomputed layer, and the run kept ~3.7 GiB more than that (the estimate reads 17.3 GiB; under
-#: transformers 5.17 the gap was 12%): within 20% until a GPU run finds what the slice misses
-TOLERANCE = {("blip2idc", False): 0.10, ("davir", False): 0.10, ("davir", True): 0.20}
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +207,7 @@ def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointin
     result = estimate(cls, settings, facts, "cuda")
     gib = result.total_bytes / 1024 ** 3
     assert result.dtype == "bfloat16"
-    assert gib == pytest.approx(MEASURED_GIB[(model, checkpointing)], rel=TOLERANCE[(model, checkpointing)]), gib
+    assert gib == pytest.approx(MEASURED_GIB[(model, checkpointing)], rel=0.10), gib
     if options:  # DAVIR's attention capture: one eager ViT layer on top (the whole eager ViT was 6.4 GiB on the H100)
         captured = estimate(cls, resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", batch_size=16,
                                                                          base_model=str(measured_setups[model]), val_split=None)),
