@@ -37,7 +37,7 @@ class AgreementArgs:
     """``idc-eval agreement``'s options."""
 
     out: Optional[str] = option(None, "write agreement.json and agreement.md here", metavar="DIR")
-    bootstrap: int = option(1000, "resamples of the pairs for κ's 95% interval", check=checks.positive_int, metavar="N")
+    bootstrap: int = option(1000, "resamples of the pairs for kappa's 95%% interval", check=checks.positive_int, metavar="N")
     seed: int = option(0, "the resampling's seed", check=checks.non_negative_int)
 
 

@@ -252,3 +252,11 @@ def test_compare_groups_of_seed_runs(demo_dataset, tmp_path, capsys):
     assert low <= alone[1]["CIDEr"] <= high
     md = (tmp_path / "c" / "compare.md").read_text()
     assert "A (mean (sd) of 3)" in md and "seed_2" in md and "p (A = B)" in md
+
+
+@pytest.mark.parametrize("sub", ["", "compare", "leaderboard", "agreement", "check-references", "masks", "lmms-tasks"])
+def test_every_subcommand_prints_its_help(sub, capsys):
+    """--help renders every option's help (a bare % in one would be a traceback)."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*([sub] if sub else []), "--help"])
+    assert exit_.value.code == 0 and "usage: idc-eval" in capsys.readouterr().out

@@ -185,16 +185,23 @@ def run_masks(args) -> None:
     print(markdown(out))
 
 
-def make_leaderboard_parser() -> argparse.ArgumentParser:
-    from ..evaluators.leaderboard import LeaderboardArgs
+def _inputs_parser(prog: str, description: str, name: str, nargs: str, help: str, args_cls: type) -> argparse.ArgumentParser:
+    """A subcommand taking a list of inputs (``name``) and the fields of ``args_cls`` as options."""
     from ..options import add_options, cli_fields
 
-    p = common.parser("idc-eval leaderboard", "Re-score several predictions files under one protocol and one "
-                                              "tokenization into one table (markdown, LaTeX, CSV).")
-    # "*", not "+": files that --names swallowed are named in run_leaderboard's error, not as "files" missing
-    p.add_argument("files", nargs="*", help="predictions files (any format idc-eval reads)")
-    add_options(p, LeaderboardArgs, cli_fields(LeaderboardArgs))
+    p = common.parser(prog, description)
+    p.add_argument(name, nargs=nargs, help=help)
+    add_options(p, args_cls, cli_fields(args_cls))
     return p
+
+
+def make_leaderboard_parser() -> argparse.ArgumentParser:
+    from ..evaluators.leaderboard import LeaderboardArgs
+
+    # "*", not "+": files that --names swallowed are named in run_leaderboard's error, not as "files" missing
+    return _inputs_parser("idc-eval leaderboard", "Re-score several predictions files under one protocol and one "
+                                                  "tokenization into one table (markdown, LaTeX, CSV).",
+                          "files", "*", "predictions files (any format idc-eval reads)", LeaderboardArgs)
 
 
 def run_leaderboard(args) -> None:
@@ -214,13 +221,10 @@ def run_leaderboard(args) -> None:
 
 def make_agreement_parser() -> argparse.ArgumentParser:
     from ..evaluators.agreement import AgreementArgs
-    from ..options import add_options, cli_fields
 
-    p = common.parser("idc-eval agreement", "Agreement between judges: Cohen's kappa per question and Kendall's tau of "
-                                             "the systems' rankings, from judged evaluations of the same captions.")
-    p.add_argument("evaluations", nargs="+", help="evaluation folders written by idc-eval --judge MODEL --out DIR")
-    add_options(p, AgreementArgs, cli_fields(AgreementArgs))
-    return p
+    return _inputs_parser("idc-eval agreement", "Agreement between judges: Cohen's kappa per question and Kendall's tau "
+                                                "of the systems' rankings, from judged evaluations of the same captions.",
+                          "evaluations", "+", "evaluation folders written by idc-eval --judge MODEL --out DIR", AgreementArgs)
 
 
 def run_agreement(args) -> None:
