@@ -452,14 +452,20 @@ class _Rule:
         self.needs = frozenset(_NEEDS[name]) if name in _NEEDS else None
 
 
-RULES = [_Rule(k, *spec) for k, spec in enumerate(_rules())]
+@lru_cache(maxsize=None)
+def compiled_rules() -> list[_Rule]:
+    """The grammar's rules, compiled at first need: a fresh process whose lines all take the
+    shortcut saves their regular expressions' compilation (0.2-0.4 s)."""
+    return [_Rule(k, *spec) for k, spec in enumerate(_rules())]
+
+
 _BY_CHAR: dict = {}
 
 
 def _candidates(ch: str) -> tuple:
     rules = _BY_CHAR.get(ch)
     if rules is None:
-        rules = _BY_CHAR[ch] = tuple(r for r in RULES if r.first.match(ch))
+        rules = _BY_CHAR[ch] = tuple(r for r in compiled_rules() if r.first.match(ch))
     return rules
 
 
