@@ -148,8 +148,7 @@ def score_groups(
         from .paraphrase import index_missing
 
         if index_missing():
-            say("METEOR: indexing its paraphrase table, once for this machine (~8 s; later scorings load only "
-                "the entries their references can match)")
+            say("METEOR: indexing its paraphrase table, once for this machine (~8 s; later scorings read the index)")
     position = {pid: k for k, pid in enumerate(references)}  # the cache's pair order
     group_indices = {"overall": list(range(len(position)))}
     for gname, gids in (groups or {}).items():
