@@ -120,8 +120,17 @@ def test_prompt_presets_follow_the_card_and_unknown_styles_are_refused(tmp_path)
         read_prompt_file(str(tmp_path / "empty.txt"))
 
 
+#: idc-eval with each batch held 0.3 s longer: the tiny model writes its five parts faster than
+#: the parent's poll can kill it after the second (a kill that lands after the last part proves nothing)
 CHILD = """
-import sys
+import sys, time
+from idc_toolkit.models.vlm import VlmRunner
+generate = VlmRunner.generate
+def slow(self, rows):
+    out = generate(self, rows)
+    time.sleep(0.3)
+    return out
+VlmRunner.generate = slow
 from idc_toolkit.cli.eval import main
 sys.exit(main(sys.argv[1:]))
 """
