@@ -12,6 +12,7 @@ report seeds print them (``compare.md`` / ``compare.tex``).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -53,7 +54,6 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     from idc_toolkit import __version__
     from idc_toolkit.metrics.bootstrap import paired_group_test
     from idc_toolkit.metrics.core import build_cache
-    from idc_toolkit.metrics.meteor import one_jvm_set
     from idc_toolkit.metrics.registry import metric_class, resolve_families
     from idc_toolkit.runs.fingerprint import digest
 
@@ -107,7 +107,9 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
     caches: dict[str, list[Any]] = {"a": [], "b": []}
     from idc_toolkit.metrics.implementation import using
 
-    with one_jvm_set(), using(c.scorer):  # the runs are scored one after the other: one METEOR JVM serves them all
+    with contextlib.ExitStack() as sessions, using(c.scorer):
+        for family in families:  # the runs are scored one after the other: what a family starts serves them all
+            sessions.enter_context(metric_class(family).session())
         try:
             for s, p in preps.items():
                 for prep, judge, choice in zip(p, judges[s], choices[s]):

@@ -204,11 +204,11 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
             return None
     if not main:
         return None
-    if "METEOR" in resolve_families(metrics):
-        from idc_toolkit.metrics.meteor import check_lengths
+    from idc_toolkit.metrics.registry import metric_class
 
-        ids = [i for i in prep.hypotheses if prep.references[i]]
-        check_lengths(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
+    ids = [i for i in prep.hypotheses if prep.references[i]]
+    for family in resolve_families(metrics):  # what a family cannot score, named before any work
+        metric_class(family).check_inputs(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
     for w in prep.warnings:
         log.warning("warning: %s", w)
     if out is not None:

@@ -82,12 +82,12 @@ def make_compare_parser() -> argparse.ArgumentParser:
 def run_score(args) -> dict:
     from ..metrics.registry import resolve_families
 
-    if "METEOR" in resolve_families(args.metrics):  # its table loads while everything below imports, reads, tokenizes
-        from ..metrics.implementation import using
-        from ..metrics.meteor import prewarm
+    from ..metrics.implementation import using
+    from ..metrics.registry import metric_class
 
-        with using(args.scorer):
-            prewarm()
+    with using(args.scorer):  # what a family needs loads while everything below imports, reads, tokenizes
+        for family in resolve_families(args.metrics):
+            metric_class(family).prewarm()
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 

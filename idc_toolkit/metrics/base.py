@@ -55,6 +55,29 @@ class Metric:
     def __init__(self, spice_jars: Optional[str] = None):
         self.status = "ok"
 
+    # -- what a metric needs before and around a scoring, asked of every family by generic code --
+    @classmethod
+    def prewarm(cls) -> None:
+        """Start, now, what a scoring of this family will need (a table to read, a process to
+        start) while the caller imports and reads its files."""
+
+    @classmethod
+    def check_inputs(cls, ids: Sequence[str], hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+        """Refuse, before any work, pairs this family cannot score, naming the pair."""
+
+    @classmethod
+    def notes(cls) -> list[str]:
+        """Lines a scoring prints before it starts (a one-time set-up on this machine, say)."""
+        return []
+
+    @classmethod
+    def session(cls):
+        """A block inside which several scorings share what this family starts (``compare``
+        scores its systems one after the other)."""
+        from contextlib import nullcontext
+
+        return nullcontext()
+
     def start(self) -> None:
         """Called before tokenization, so slow start-ups (a JVM) overlap it."""
 

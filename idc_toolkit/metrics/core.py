@@ -142,13 +142,10 @@ def score_groups(
     if families:
         say(f"tokenizing {n_captioned + n_refs:,} captions; {', '.join(families)} on {n_captioned:,} pairs"
             + (f" (of {len(references):,}; the others have no reference)" if n_captioned < len(references) else "")
-            + ((" (METEOR aligns every pair once in its JVM)" if implementation == JAVA else
-                " (METEOR aligns every pair once)") if "METEOR" in families else ""))
-    if "METEOR" in families:
-        from .paraphrase import index_missing
-
-        if index_missing():
-            say("METEOR: indexing its paraphrase table, once for this machine (~8 s; later scorings read the index)")
+            + (" (the jars' JVMs)" if implementation == JAVA else ""))
+    for family in families:
+        for note in metric_class(family).notes():
+            say(note)
     position = {pid: k for k, pid in enumerate(references)}  # the cache's pair order
     group_indices = {"overall": list(range(len(position)))}
     for gname, gids in (groups or {}).items():

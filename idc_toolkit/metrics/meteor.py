@@ -412,6 +412,25 @@ class Meteor(Metric):
     paper_columns = {"METEOR": "M"}
     background = True  # alignment runs in the JVM while the other metrics compute
 
+    @classmethod
+    def prewarm(cls) -> None:
+        prewarm()
+
+    @classmethod
+    def check_inputs(cls, ids, hypotheses, references) -> None:
+        check_lengths(ids, hypotheses, references)
+
+    @classmethod
+    def notes(cls) -> list[str]:
+        from .paraphrase import index_missing
+
+        return ["METEOR: indexing its paraphrase table, once for this machine (~8 s; later scorings read the index)"
+                ] if index_missing() else []
+
+    @classmethod
+    def session(cls):
+        return one_jvm_set()
+
     def start(self) -> None:
         from .implementation import current
 
