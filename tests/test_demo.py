@@ -83,3 +83,22 @@ def test_demo_end_to_end_with_a_tiny_model_then_rerun(tmp_path, capsys):
         f"{pid[:6]}.png_n" if pid.endswith("_n") else f"{pid}.png" for pid in categories}
     assert main(["--out", str(out), "--n-per-type", "5", "--no-eval"]) == 0
     assert "reusing the demo raw release" in capsys.readouterr().out
+
+
+def test_the_examples_never_remove_a_partial_folder_they_did_not_write(tmp_path):
+    """A leftover ``<folder>.partial`` is the demo's only when it holds the demo's mark."""
+    import pytest
+
+    from idc_toolkit.demo.examples import write_spot_the_diff_release
+    from idc_toolkit.errors import IDCError
+
+    theirs = tmp_path / "spot-the-diff.partial"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    with pytest.raises(IDCError, match="not written by idc-demo"):
+        write_spot_the_diff_release(tmp_path / "spot-the-diff")
+    assert (theirs / "notes.txt").read_text() == "mine"
+    (theirs / "notes.txt").unlink()
+    theirs.rmdir()
+    ours = write_spot_the_diff_release(tmp_path / "spot-the-diff")
+    assert not (ours / ".idc-demo-partial").exists() and not theirs.exists()

@@ -323,7 +323,7 @@ class Fetcher:
                     self._check_image(head, resp)
                 part.replace(dest)
             except BaseException:
-                part.unlink(missing_ok=True)
+                part.unlink(missing_ok=True)  # the .part this download opened just above, never the photo
                 raise
 
         self._attempts(url, read)

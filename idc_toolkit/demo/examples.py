@@ -158,13 +158,28 @@ def _sentences(changes: list[dict], picks: list[int]) -> list[str]:
     return [CHANGE_SENTENCES[c["kind"]][k % len(CHANGE_SENTENCES[c["kind"]])].format(**c) for c, k in zip(changes, picks)]
 
 
+#: the file that marks a ``.partial`` folder as the demo's own (removed before it is renamed into place)
+PARTIAL_MARK = ".idc-demo-partial"
+
+
 def _fresh(folder: Path) -> Path:
     """A ``.partial`` folder beside ``folder``, renamed into place once complete (a kill leaves
-    nothing that looks finished)."""
+    nothing that looks finished). A leftover one is removed only if the demo wrote it."""
+    from ..errors import IDCError
+
     partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    if partial.exists():
+        if not (partial / PARTIAL_MARK).is_file():
+            raise IDCError(f"{partial}: exists and was not written by idc-demo; move it away and run again")
+        shutil.rmtree(partial)
     partial.mkdir(parents=True)
+    (partial / PARTIAL_MARK).touch()
     return partial
+
+
+def _finish(partial: Path, folder: Path) -> None:
+    (partial / PARTIAL_MARK).unlink()
+    partial.rename(folder)
 
 
 def write_spot_the_diff_release(folder: Path | str, seed: int = 0) -> Path:
@@ -198,7 +213,7 @@ def write_spot_the_diff_release(folder: Path | str, seed: int = 0) -> Path:
         "Drawn by idc-demo (idc_toolkit/demo/examples.py): a parking lot seen from a fixed camera, with cars and "
         "people coming, going and moving, and template sentences. Not the Spot-the-Diff release "
         "(https://github.com/harsh19/spot-the-diff): use it to try `idc-build spot_the_diff`, never to report a result.\n")
-    partial.rename(folder)
+    _finish(partial, folder)
     return folder
 
 
@@ -244,7 +259,7 @@ def write_my_pairs(folder: Path | str, seed: int = 0) -> Path:
         writer.writerows([("image", "caption"), ("street.jpg", "the red car drove off"),
                           ("street.jpg", "a parking space in the top row is empty now"),
                           ("garden.jpg", "the bench is gone"), ("garden.jpg", "someone took the wooden bench away")])
-    partial.rename(folder)
+    _finish(partial, folder)
     return folder
 
 
