@@ -150,9 +150,8 @@ def test_tiny_models_keep_their_real_models_structure(tiny_models, tiny, real):
     assert structure_of(AutoConfig.for_model(**config)) == structure_of(real_config(real))
 
 
-#: the H100 peaks issue 35 reports (random weights of the real size; setup in benchmarks/README.md). DAVIR
-#: without checkpointing: measured at --fac-weight 0, a path the attention capture does not touch (the 46.23 GiB
-#: measured with the capture were with every ViT layer eager; it now makes only the final layer eager)
+#: the H100 peaks (random weights of the real size; figures and setup in benchmarks/README.md); DAVIR without
+#: checkpointing at --fac-weight 0, the path its attention capture does not change
 MEASURED_GIB = {("blip2idc", False): 17.16, ("davir", False): 39.8, ("davir", True): 20.94}
 
 

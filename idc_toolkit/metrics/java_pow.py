@@ -141,15 +141,9 @@ def _build_exp_table() -> tuple[list[int], list[int]]:
 _B, _T_HI, _T_LO = _build_log_table()
 _EXP_HI_BITS, _EXP_LO_BITS = _build_exp_table()
 
-# The stub's table index: it takes B0 = rcpps(1.m) (m = top 23 mantissa bits
-# of x), rounds B0 * LH (float multiply) to 9 significant bits and uses that as
-# index i (0..512, decreasing in m).  rcpps is only specified to relative error
-# 1.5 * 2^-12, which leaves the index open between two neighbours for 55% of
-# the 2^23 mantissas, and Intel's and AMD's rcpps are known to differ.
-# _RCPPS_INDEX_STEPS[k] is the smallest 12-bit mantissa prefix (m >> 11) at
-# which the index has dropped to 511 - k, measured with rcpss on AMD Zen 5
-# (EPYC, family 0x1A), whose rcpss reads only those 12 bits.  (A correctly
-# rounded reciprocal would put 481,328 mantissas on a neighbouring index.)
+# The stub's table index comes from rcpps, which vendors leave open between two neighbours:
+# _RCPPS_INDEX_STEPS[k] is the smallest 12-bit mantissa prefix at which AMD Zen's rcpss puts the
+# index at 511 - k (how it was measured, and its effect: benchmarks/README.md, "METEOR's pow")
 _RCPPS_INDEX_STEPS = (
     3, 8, 14, 19, 25, 31, 36, 43, 48, 53, 59, 65, 71, 77, 82, 88, 94, 99, 105, 111, 117, 123,
     129, 135, 141, 147, 152, 158, 164, 170, 176, 182, 188, 195, 200, 206, 213, 219, 225, 231,

@@ -50,9 +50,8 @@ __all__ = ["PUNCTUATIONS", "jar_output", "tokenize_lines", "tokenize_files"]
 PUNCTUATIONS = frozenset(["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-",
                           ".", "?", "!", ",", ":", "-", "--", "...", ";"])
 
-# --- the jar's Unicode tables, measured by running it on every BMP character (hex ranges; "/2":
-# every other code point). [:letter:]: "x-C" is one THING token; [:digit:]: "C.5" one NUMBER;
-# [:uppercase:]: "etc. C" ends a sentence; WORD's own letters: "xCy" is one WORD
+# --- the jar's Unicode character classes (hex ranges; "/2": every other code point), its own
+# 2014 tables, which Python's unicodedata does not reproduce (tests/test_ptb_tokenizer.py checks them)
 _LETTER = """
 41-5a 61-7a aa b5 ba c0-d6 d8-f6 f8-2c1 2c6-2d1 2e0-2e4 2ec 2ee 370-374 376-377 37a-37d 386 388-38a 38c
 38e-3a1 3a3-3f5 3f7-481 48a-527 531-556 559 561-587 5d0-5ea 5f0-5f2 620-64a 66e-66f 671-6d3 6d5 6e5-6e6
