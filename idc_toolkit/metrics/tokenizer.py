@@ -98,8 +98,9 @@ def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0)
 
             for k, tokens in zip(todo, tokenize_files([texts[k].split("\n") for k in todo])):
                 out[k] = tokens
-        for k in todo if implementation != PYTHON else ():
-            out[k] = _run_tokenizer(texts[k].split("\n"), timeout)  # one file per run: the jar reads its true end
+        elif todo:
+            for k in todo:
+                out[k] = _run_tokenizer(texts[k].split("\n"), timeout)  # one file per run: the jar reads its true end
         if todo:
             cache.put([texts[k] for k in todo], ["\n".join(out[k]) for k in todo])
     return out  # type: ignore[return-value]
