@@ -10,29 +10,35 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 
 Choices = Optional[Union[Sequence[str], Callable[[], Sequence[str]]]]
+#: how a field enters a run's fingerprint and record (:func:`idc_toolkit.runs.fingerprint.recorded`):
+#: ``True`` its value; ``False`` not at all (where the output goes, whether to replace it);
+#: ``"content"`` a file's or folder's content hash; a function of the value: what it returns
+Record = Union[bool, str, Callable[[Any], Any]]
 
 
 def option(default: Any, help: Union[str, Callable[[], str]], *, check: Optional[Callable[[str, Any], Any]] = None,
            choices: Choices = None, metavar: Optional[str] = None, nargs: Optional[str] = None,
-           flag: Optional[str] = None) -> Any:
+           flag: Optional[str] = None, record: Record = True) -> Any:
     """A dataclass field that is also a ``--name-with-dashes`` option (or ``flag``). ``help`` and
     ``choices`` may be functions of no arguments, asked when the parser is built (a registry's
-    names); ``nargs="+"`` takes a list (a tuple default stays immutable)."""
-    metadata = {"help": help, "check": check, "choices": choices, "metavar": metavar, "nargs": nargs, "flag": flag}
+    names); ``nargs="+"`` takes a list (a tuple default stays immutable); ``record``: see :data:`Record`."""
+    metadata = {"help": help, "check": check, "choices": choices, "metavar": metavar, "nargs": nargs, "flag": flag,
+                "record": record}
     if isinstance(default, tuple):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
 
 
-def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None) -> Any:
+def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None, record: Record = True) -> Any:
     """A dataclass field without default: a required option."""
-    return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar})
+    return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar, "record": record})
 
 
-def python_only(help: str, default_factory: Callable[[], Any], *, check: Optional[Callable[[str, Any], Any]] = None) -> Any:
+def python_only(help: str, default_factory: Callable[[], Any], *, check: Optional[Callable[[str, Any], Any]] = None,
+                record: Record = True) -> Any:
     """A dataclass field the command line fills its own way (a model's own options, NAME=VALUE pairs);
     ``check`` runs on it as on any option (:func:`check_fields`)."""
-    return field(default_factory=default_factory, metadata={"help": help, "cli": False, "check": check})
+    return field(default_factory=default_factory, metadata={"help": help, "cli": False, "check": check, "record": record})
 
 
 #: the words that make a setting's name a secret's (``hub_token``, ``api_key``, ``secret_access_key``, ``password``)

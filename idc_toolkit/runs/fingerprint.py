@@ -32,6 +32,30 @@ def canonical(value: Any) -> Any:
     return str(value)
 
 
+def recorded(args: Any) -> dict[str, Any]:
+    """The fields of an options dataclass that a run's fingerprint and record hold, each as its
+    ``record`` metadata says (:data:`idc_toolkit.options.Record`); a field without that metadata
+    is recorded by value, a nested options object field by field, a secret masked. Derived from
+    the fields, so an option added to the class is recorded with no other edit."""
+    from dataclasses import fields, is_dataclass
+
+    from ..options import masked
+
+    out: dict[str, Any] = {}
+    for f in fields(args):
+        how, value = f.metadata.get("record", True), getattr(args, f.name)
+        if how is False:
+            continue
+        if how == "content":
+            value = path_content(value)
+        elif callable(how):
+            value = how(value)
+        elif is_dataclass(value) and not isinstance(value, type):
+            value = recorded(value)
+        out[f.name] = value
+    return masked(canonical(out))
+
+
 def digest(fields: Mapping[str, Any]) -> str:
     """The fingerprint of ``fields`` (16 hex digits of a SHA-256 of their canonical JSON)."""
     text = json.dumps(canonical(fields), sort_keys=True, ensure_ascii=False)
