@@ -18,12 +18,13 @@ Record = Union[bool, str, Callable[[Any], Any]]
 
 def option(default: Any, help: Union[str, Callable[[], str]], *, check: Optional[Callable[[str, Any], Any]] = None,
            choices: Choices = None, metavar: Optional[str] = None, nargs: Optional[str] = None,
-           flag: Optional[str] = None, record: Record = True) -> Any:
+           flag: Optional[str] = None, record: Record = True, repeat: bool = False) -> Any:
     """A dataclass field that is also a ``--name-with-dashes`` option (or ``flag``). ``help`` and
     ``choices`` may be functions of no arguments, asked when the parser is built (a registry's
-    names); ``nargs="+"`` takes a list (a tuple default stays immutable); ``record``: see :data:`Record`."""
+    names); ``nargs="+"`` takes a list (a tuple default stays immutable); ``repeat``: a list the
+    option adds one value to each time it is given (``--eval A --eval B``); ``record``: see :data:`Record`."""
     metadata = {"help": help, "check": check, "choices": choices, "metavar": metavar, "nargs": nargs, "flag": flag,
-                "record": record}
+                "record": record, "repeat": repeat}
     if isinstance(default, tuple):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -139,6 +140,8 @@ def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequen
             kwargs["default"] = f.default_factory() if f.default is MISSING else f.default
         if meta.get("nargs"):
             kwargs["nargs"] = meta["nargs"]
+        if meta.get("repeat"):
+            kwargs["action"] = "append"
         if meta.get("check"):
             kwargs["type"] = arg_type(meta["check"], flag)
         if meta.get("choices"):
