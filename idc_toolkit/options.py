@@ -18,21 +18,24 @@ Record = Union[bool, str, Callable[[Any], Any]]
 
 def option(default: Any, help: Union[str, Callable[[], str]], *, check: Optional[Callable[[str, Any], Any]] = None,
            choices: Choices = None, metavar: Optional[str] = None, nargs: Optional[str] = None,
-           flag: Optional[str] = None, record: Record = True, repeat: bool = False) -> Any:
+           flag: Optional[str] = None, record: Record = True, repeat: bool = False, aliases: Sequence[str] = ()) -> Any:
     """A dataclass field that is also a ``--name-with-dashes`` option (or ``flag``). ``help`` and
     ``choices`` may be functions of no arguments, asked when the parser is built (a registry's
     names); ``nargs="+"`` takes a list (a tuple default stays immutable); ``repeat``: a list the
-    option adds one value to each time it is given (``--eval A --eval B``); ``record``: see :data:`Record`."""
+    option adds one value to each time it is given (``--eval A --eval B``); ``aliases``: other flags
+    it answers to (an old name); ``record``: see :data:`Record`."""
     metadata = {"help": help, "check": check, "choices": choices, "metavar": metavar, "nargs": nargs, "flag": flag,
-                "record": record, "repeat": repeat}
+                "record": record, "repeat": repeat, "aliases": tuple(aliases)}
     if isinstance(default, tuple):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
 
 
-def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None, record: Record = True) -> Any:
+def required(help: str, *, choices: Choices = None, metavar: Optional[str] = None, record: Record = True,
+             aliases: Sequence[str] = ()) -> Any:
     """A dataclass field without default: a required option."""
-    return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar, "record": record})
+    return field(metadata={"help": help, "check": None, "choices": choices, "metavar": metavar, "record": record,
+                           "aliases": tuple(aliases)})
 
 
 def python_only(help: str, default_factory: Callable[[], Any], *, check: Optional[Callable[[str, Any], Any]] = None,
@@ -98,6 +101,16 @@ def from_namespace(options_cls: type, namespace: argparse.Namespace, names: Opti
     return options_cls(**{name: getattr(namespace, name) for name in names}, **given)
 
 
+def with_fields(options_cls: type, args: Any = None, **fields: Any) -> Any:
+    """The options of a call shaped ``fn(inputs…, args=None, **fields)``: ``args`` (an
+    ``options_cls``) with ``fields`` replacing its values, or an ``options_cls`` made of ``fields``."""
+    from dataclasses import replace
+
+    if args is None:
+        return options_cls(**fields)
+    return replace(args, **fields) if fields else args
+
+
 def help_of(options_cls: type, name: str) -> str:
     """The help written on one field."""
     text = next(f.metadata["help"] for f in fields(options_cls) if f.name == name)
@@ -129,9 +142,10 @@ def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequen
     for name in names:
         f = by_name[name]
         flag, meta = flag_of(f), f.metadata
+        flags = (flag, *meta.get("aliases", ()))
         text = prefix + help_of(options_cls, name)
         if isinstance(f.default, bool):
-            group.add_argument(flag, dest=name, action="store_false" if f.default else "store_true", help=text)
+            group.add_argument(*flags, dest=name, action="store_false" if f.default else "store_true", help=text)
             continue
         kwargs: dict[str, Any] = {"help": text, "dest": name}
         if name in required or (f.default is MISSING and f.default_factory is MISSING):
@@ -149,4 +163,4 @@ def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequen
             kwargs["choices"] = list(choices() if callable(choices) else choices)
         if meta.get("metavar"):
             kwargs["metavar"] = meta["metavar"]
-        group.add_argument(flag, **kwargs)
+        group.add_argument(*flags, **kwargs)
