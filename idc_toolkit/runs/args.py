@@ -38,10 +38,10 @@ class EngineArgs:
         check_fields(self)  # the shard, the ranges and the engine's choices
 
 
-def rows_per_part_option(default: Optional[int], unit: str = "rows") -> Any:
+def rows_per_part_option(default: Optional[int], unit: str = "rows", aliases: tuple[str, ...] = ()) -> Any:
     """``--rows-per-part``: one help and check; each command's default suits its work (a build's
-    records are cheap, an augmented row costs seconds of diffusion)."""
-    return option(default, f"{unit} per part (the resume and sharding unit)", check=checks.positive_int)
+    records are cheap, an augmented row costs seconds of diffusion); ``aliases``: its old names."""
+    return option(default, f"{unit} per part (the resume and sharding unit)", check=checks.positive_int, aliases=aliases)
 
 
 @dataclass(kw_only=True)
@@ -54,4 +54,4 @@ class RunArgs(EngineArgs):
     overwrite: bool = option(False, "replace --out when it holds a run with other settings", record=False)
     device: str = option("auto", "auto (CUDA when present) | cpu | cuda[:N]", record=False)
     rows_per_part: Optional[int] = rows_per_part_option(500)
-    progress: bool = option(True, "show progress bars", record=False)
+    progress: bool = option(True, "hide progress bars", record=False)
