@@ -289,7 +289,7 @@ def input_pipeline(root: Path, pairs: int) -> None:
 
     from idc_toolkit.demo.generator import generate_demo_release
     from idc_toolkit.demo.tiny import save_tiny_blip2, save_tiny_instructblip
-    from idc_toolkit.masks.fac import soft_patch_mask
+    from idc_toolkit.masks.patch_masks import soft_patch_mask
     from idc_toolkit.models.pairs import stacked_pair
     from idc_toolkit.models.recipe import pack
 

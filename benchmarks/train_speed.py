@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> None:
 
 def real_size_configs() -> dict:
     """The two papers' base configurations, from their published sizes (no download)."""
-    from idc_toolkit.models.layouts import real_config
+    from idc_toolkit.models.published_configs import real_config
 
     return {"blip2idc": real_config("Salesforce/blip2-opt-2.7b"), "davir": real_config("Salesforce/instructblip-vicuna-7b")}
 

@@ -3,7 +3,7 @@ LLaVA-OneVision and Idefics3 checkpoints on CPU (each architecture in a fresh pr
 RSS is its own), batch 1 and 8, 32 pairs of 64x48 images, 12 new tokens.
 
 On a GPU (``--device cuda``) pass ``--real-size`` to build a randomly initialised Qwen2-VL-2B
-configuration instead (its published layout, ``idc_toolkit.models.layouts``; bf16, batch 1/8/32;
+configuration instead (its published layout, ``idc_toolkit.models.published_configs``; bf16, batch 1/8/32;
 peak from ``torch.cuda.max_memory_allocated``, beside an estimate: the weights plus the KV cache
 of the longest sequence, 2 x layers x KV heads x head width x tokens x batch at the weights'
 dtype; MFU: 2 x parameters x the tokens the model's forward passes took, over the time and the
@@ -37,7 +37,7 @@ def child(arch: str, device: str, real_size: bool, batches: list[int], pairs: in
     if real_size:
         from transformers import AutoConfig, Qwen2VLForConditionalGeneration
 
-        from idc_toolkit.models.layouts import real_config
+        from idc_toolkit.models.published_configs import real_config
         from idc_toolkit.demo.tiny_vlm import save_tiny_vlm
 
         save_tiny_vlm("qwen2_vl", folder)  # the processor; the weights below replace the tiny ones

@@ -324,7 +324,8 @@ def test_the_command_line_takes_the_papers_knobs_and_four_more_and_python_all():
 def test_soft_patch_mask_and_fac_loss():
     import torch
 
-    from idc_toolkit.masks.fac import fac_kl_loss, soft_patch_mask
+    from idc_toolkit.masks.patch_masks import soft_patch_mask
+    from idc_toolkit.models.davir_fac import fac_kl_loss
 
     mask = torch.zeros(2, 64, 64)
     mask[0, 8:24, 8:24] = 1

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from idc_toolkit.errors import IDCError  # noqa: E402
-from idc_toolkit.models.layouts import LAYOUTS, meta_model, real_config, structure_of  # noqa: E402
+from idc_toolkit.models.published_configs import LAYOUTS, meta_model, real_config, structure_of  # noqa: E402
 
 
 @pytest.fixture(scope="module")

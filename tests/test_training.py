@@ -10,7 +10,7 @@ import pytest
 
 from idc_toolkit.cli.eval import main as eval_main
 from idc_toolkit.cli.train import main as train_main
-from idc_toolkit.masks.fac import fac_loss
+from idc_toolkit.models.davir_fac import fac_loss
 from idc_toolkit.training import TrainArgs, train
 
 from conftest import ranks_stderr
@@ -318,7 +318,7 @@ def _attention_on_mask(run, base, dataset):
     from peft import PeftModel
 
     from idc_toolkit.card_data import dataset_facts
-    from idc_toolkit.masks.fac import attention_on_mask
+    from idc_toolkit.models.davir_fac import attention_on_mask
     from idc_toolkit.models.registry import get_recipe_class
 
     from dataclasses import replace
@@ -357,3 +357,19 @@ def test_fac_pulls_attention_onto_the_change_on_the_demo_setup(davir_dataset, tm
                     options={"fac_weight": lam, "fac_reading": "normalised"}))
         shares[lam] = _attention_on_mask(run, base, davir_dataset)
     assert shares[0.1] > 1.08 * shares[0.0], shares  # a pull, not noise (figures: benchmarks/README.md)
+
+
+@pytest.mark.parametrize("old, new, names", [
+    ("idc_toolkit.masks.fac", "idc_toolkit.models.davir_fac", ["fac_loss", "fac_kl_loss", "attention_on_mask", "FAC_READINGS"]),
+    ("idc_toolkit.masks.fac", "idc_toolkit.masks.patch_masks", ["soft_patch_mask"]),
+    ("idc_toolkit.models.layouts", "idc_toolkit.models.published_configs", ["LAYOUTS", "real_config", "meta_model"]),
+])
+def test_a_moved_module_keeps_its_old_path_for_a_release_with_a_warning(old, new, names):
+    import importlib
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+        shim = importlib.import_module(old)
+    moved = importlib.import_module(new)
+    assert all(getattr(shim, n) is getattr(moved, n) for n in names)

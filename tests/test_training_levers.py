@@ -174,7 +174,7 @@ def test_every_stack_runs_sdpa_on_the_real_layouts(name):
     """On the real layouts (meta device), every attention layer of the ViT, the Q-Former and the LM
     resolves to SDPA; DAVIR's attention capture makes the final ViT layer alone eager."""
     from idc_toolkit.models.davir import pair_forward
-    from idc_toolkit.models.layouts import meta_model
+    from idc_toolkit.models.published_configs import meta_model
 
     model = meta_model(name)
     kinds = train_module.attention_implementations(model)
@@ -195,7 +195,7 @@ def test_davirs_final_layer_capture_equals_the_whole_eager_encoder(tiny_models):
 
     from transformers import InstructBlipForConditionalGeneration
 
-    from idc_toolkit.masks.fac import fac_loss
+    from idc_toolkit.models.davir_fac import fac_loss
     from idc_toolkit.models.davir import pair_forward
 
     torch.manual_seed(0)

@@ -60,7 +60,7 @@ def save_tiny_vlm(architecture: str, folder: Path | str, seed: int = 0) -> Path:
                            "spatial_merge_size": 2, "temporal_patch_size": 2},
             image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
             vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-            tie_word_embeddings=True)  # as Qwen2-VL-2B (models.layouts)
+            tie_word_embeddings=True)  # as Qwen2-VL-2B (models.published_configs)
         model_class = tf.Qwen2VLForConditionalGeneration
     elif architecture == "llava_onevision":
         tok = byte_level_tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], ["<image>", "<video>"],

@@ -60,12 +60,12 @@ class ClipScorer:
 def soft_masked(image, mask: Optional[np.ndarray], grid: int = 16):
     """``image ⊙ M̂`` (DAVIR eq. 6 and 8): M̂ is the binary change mask average-pooled to the
     vision encoder's ``grid`` x ``grid`` patches and Gaussian-blurred
-    (:func:`idc_toolkit.masks.fac.soft_patch_mask`), spread back to the image bilinearly.
+    (:func:`idc_toolkit.masks.patch_masks.soft_patch_mask`), spread back to the image bilinearly.
     No mask, or an empty one, gives the full image."""
     import torch.nn.functional as F
     from PIL import Image
 
-    from ..masks.fac import soft_patch_mask
+    from ..masks.patch_masks import soft_patch_mask
 
     rgb = image.convert("RGB")
     if mask is None or not mask.any():

@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 from ..checks import non_negative_float, non_negative_int, positive_int
 from ..facts import DatasetFacts
-from ..masks.fac import FAC_READINGS
+from .davir_fac import FAC_READINGS
 from ..options import add_options, option
 from ..files import file_name_for, inside
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
@@ -361,7 +361,7 @@ class DavirRecipe(Recipe):
         import numpy as np
         from PIL import Image
 
-        from ..masks.fac import soft_patch_mask
+        from ..masks.patch_masks import soft_patch_mask
 
         prompts = self.inputs.prompts(rows)
         ids, mask, labels = pack(self.text_sequences(rows), pad_id(self.inputs.processor.tokenizer))
@@ -374,7 +374,7 @@ class DavirRecipe(Recipe):
         return batch
 
     def extra_loss(self, model, batch):
-        from ..masks.fac import fac_loss
+        from .davir_fac import fac_loss
 
         o = self.options
         if o["fac_weight"] <= 0:
