@@ -295,3 +295,35 @@ def test_a_leaderboard_heads_the_page_and_judge_columns_show(site, browser, tmp_
                            f"{100 * board['rows'][0]['mean']['CIDEr']:.1f}"]
     assert rows[2][0] == "B" and "sha256" in rows[2][6]
     assert view_main(["--leaderboard", str(tmp_path / "board"), "--out", str(tmp_path / "alone"), "--no-progress"]) == 0
+
+
+def test_view_and_figure_take_their_options_as_one_dataclass_or_field_by_field(site, tmp_path):
+    """``write_site`` / ``write_figure`` have the toolkit's call shape ``fn(out, args=None, **fields)``;
+    the command line is derived from the same dataclasses (defaults, checks, repeatable flags)."""
+    from idc_toolkit.cli.view import make_figure_parser, make_parser
+    from idc_toolkit.options import from_namespace
+    from idc_toolkit.viewer.args import FigureArgs, ViewArgs
+    from idc_toolkit.viewer.figure import write_figure
+    from idc_toolkit.viewer.site import write_site
+
+    evals = [str(site["root"] / "eval_A"), str(site["root"] / "eval_B")]
+    namespace = make_parser().parse_args(["--eval", evals[0], "--eval", evals[1], "--split", "test", "--out", "o"])
+    assert from_namespace(ViewArgs, namespace) == ViewArgs(evaluations=evals, splits=["test"], out="o")
+    figure = make_figure_parser().parse_args(["--dataset", "d", "--out", "f", "--pairs", " a, b ,,c", "--no-mask"])
+    assert from_namespace(FigureArgs, figure) == FigureArgs(dataset="d", out="f", pairs=["a", "b", "c"], mask=False)
+    for bad, message in (({"image_size": 0}, "--image-size"), ({"limit": -1}, "--limit")):
+        with pytest.raises(IDCError, match=message):
+            ViewArgs(out="o", **bad)
+    with pytest.raises(IDCError, match="--dpi 5000: must be at most 1200"):
+        FigureArgs(dataset="d", out="f", dpi=5000)
+
+    args = ViewArgs(out=tmp_path / "ignored", evaluations=evals[:1], progress=False)
+    by_object = write_site(tmp_path / "a", args)
+    by_fields = write_site(tmp_path / "b", evaluations=evals[:1], progress=False)
+    assert by_object.out_dir == tmp_path / "a" and not (tmp_path / "ignored").exists()  # ``out`` given replaces args.out
+    for name in ("site.js", "pairs.js"):
+        assert (tmp_path / "a" / "assets" / name).read_bytes() == (tmp_path / "b" / "assets" / name).read_bytes()
+    assert write_site(args=args, out=tmp_path / "a").already_written and by_fields.n_pairs == by_object.n_pairs
+    result = write_figure(args=FigureArgs(dataset=str(site["dataset"]), out=tmp_path / "fig", dpi=40, width=4),
+                          pairs=site["ids"][:1])
+    assert result.pairs == tuple(site["ids"][:1]) and result.png.is_file()

@@ -16,16 +16,15 @@ import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
+from .args import MAX_DPI, FigureArgs, resolve_args
 from .sources import check_card, read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)
 OWNED = ("figure.pdf", "figure.png", "figure.tex")
-#: the finest PNG resolution a figure is drawn at (print needs 300-600)
-MAX_DPI = 1200
 #: the most pixels figure.png may hold (matplotlib's canvas is allocated whole: --dpi 100000 asked for terabytes)
 MAX_PIXELS = 200_000_000
 #: a row's height, in units of the figure's width
@@ -81,11 +80,10 @@ def default_pairs(rows, features, most: int = 6) -> list[str]:
     return [firsts[k] for k in sorted(firsts)][:most]
 
 
-def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, split: Optional[str] = None,
-                 evaluations: Sequence[Path | str] = (), width: float = 7.0, dpi: int = 200, mask: bool = True,
-                 wrap: int = 60, overwrite: bool = False, presentation: Optional[str] = None) -> FigureResult:
-    """Write the panel for ``pairs`` (in that order; none given: :func:`default_pairs`) into ``out``;
-    ``presentation``: each pair drawn as that presentation composes it (module docstring)."""
+def write_figure(out: Optional[Path | str] = None, args: Optional[FigureArgs] = None, **fields: Any) -> FigureResult:
+    """Write the panel for ``pairs`` (in that order; none given: :func:`default_pairs`) into ``out``
+    (else ``args.out``); ``presentation``: each pair drawn as that presentation composes it (module
+    docstring). The options are :class:`~.args.FigureArgs`, given as one or field by field."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,16 +96,18 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
 
     from ..presentation import DEFAULT_PRESENTATION, get_presentation
 
+    a = resolve_args(FigureArgs, args, {**fields, **({} if out is None else {"out": out})})
+    presentation, mask, wrap = a.presentation, a.mask, a.wrap
     composed = get_presentation(presentation) if presentation is not None else None  # an unknown name: before any work
     if composed is not None and composed.name == DEFAULT_PRESENTATION:
         composed = None  # the two images, as the panel always draws them
-    width, dpi = check_size(width, dpi)
-    runs = unique_names([read_evaluation(e) for e in evaluations])
-    split = split or next((ev.split for ev in runs if ev.split), None) or "test"
-    dataset = input_folder(dataset, IDCError)  # a store's dataset: its local copy
+    width, dpi = check_size(a.width, a.dpi)
+    runs = unique_names([read_evaluation(e) for e in a.evaluations])
+    split = a.split or next((ev.split for ev in runs if ev.split), None) or "test"
+    dataset = input_folder(a.dataset, IDCError)  # a store's dataset: its local copy
     check_card(dataset)
     rows, features, fingerprint = open_split(dataset, split)
-    pairs = list(pairs) or default_pairs(rows, features)
+    pairs = list(a.pairs) or default_pairs(rows, features)
     if not pairs:
         raise IDCError(f"split {split!r} of {dataset} has no pairs")
     check_size(width, dpi, len(pairs))
@@ -119,11 +119,11 @@ def write_figure(out: Path | str, *, pairs: Sequence[str] = (), dataset: str, sp
     missing = [pid for pid, row in wanted.items() if row is None]
     if missing:
         raise IDCError(f"--pairs: {', '.join(map(repr, missing[:5]))} not in split {split!r} of {dataset}")
-    fields = {"pairs": list(pairs), "dataset": fingerprint, "split": split, "evaluations": [[e.name, e.content_hash] for e in runs],
-              "width": width, "dpi": dpi, "mask": mask, "wrap": wrap, "toolkit": __version__,
-              **({"presentation": presentation} if presentation is not None else {})}
-    out_dir = output_folder(out, IDCError)
-    folder = RunFolder(out_dir, "figure", fields, owned=OWNED, card_record=False, record_file="figure.json").open(overwrite)
+    recorded = {"pairs": list(pairs), "dataset": fingerprint, "split": split,
+                "evaluations": [[e.name, e.content_hash] for e in runs], "width": width, "dpi": dpi, "mask": mask,
+                "wrap": wrap, "toolkit": __version__, **({"presentation": presentation} if presentation is not None else {})}
+    out_dir = output_folder(a.out, IDCError)
+    folder = RunFolder(out_dir, "figure", recorded, owned=OWNED, card_record=False, record_file="figure.json").open(a.overwrite)
     result = FigureResult(out_dir / "figure.pdf", out_dir / "figure.png", out_dir / "figure.tex", tuple(pairs))
     if folder.complete:
         return result

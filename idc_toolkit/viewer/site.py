@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
+from .args import ViewArgs, resolve_args
 from .sources import Evaluation, check_card, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
@@ -48,35 +49,34 @@ class SiteResult:
         return self.out_dir / "index.html"
 
 
-def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequence[str] = (),
-               evaluations: Sequence[Path | str] = (), image_size: int = 320, limit: Optional[int] = None,
-               title: Optional[str] = None, overwrite: bool = False, progress: bool = True,
-               leaderboard: Optional[Path | str] = None) -> SiteResult:
-    """Write the site (see the module docstring); returns where it is and what it shows.
-    ``leaderboard``: an ``idc-eval leaderboard --out`` folder, shown as the page's first table."""
+def write_site(out: Optional[Path | str] = None, args: Optional[ViewArgs] = None, **fields: Any) -> SiteResult:
+    """Write the site (see the module docstring) into ``out`` (else ``args.out``); returns where
+    it is and what it shows. The options are :class:`~.args.ViewArgs`, given as one or field by
+    field; ``leaderboard``: an ``idc-eval leaderboard --out`` folder, shown as the page's first table."""
     from .. import __version__
     from ..runs import RunFolder
     from .sources import read_leaderboard
 
-    if dataset is None and not evaluations and leaderboard is None:
+    a = resolve_args(ViewArgs, args, {**fields, **({} if out is None else {"out": out})})
+    if a.dataset is None and not a.evaluations and a.leaderboard is None:
         raise IDCError("nothing to show: pass --dataset, one or more --eval folders, a --leaderboard, or several")
-    board = None if leaderboard is None else read_leaderboard(leaderboard)
-    runs = unique_names([read_evaluation(e) for e in evaluations])
-    dataset = None if dataset is None else input_folder(dataset, IDCError, progress)  # a store's: its local copy
+    board = None if a.leaderboard is None else read_leaderboard(a.leaderboard)
+    runs = unique_names([read_evaluation(e) for e in a.evaluations])
+    dataset = None if a.dataset is None else input_folder(a.dataset, IDCError, a.progress)  # a store's: its local copy
     if dataset is not None:
         check_card(dataset)
-    chosen = _splits(dataset, list(splits), runs) if dataset is not None or runs else []
+    chosen = _splits(dataset, list(a.splits), runs) if dataset is not None or runs else []
     sources = {}
     if dataset is not None:
         from ..runs.rows import open_split
 
-        sources = {split: open_split(dataset, split, progress) for split in chosen}
-    fields = {"dataset": {s: fp for s, (_rows, _features, fp) in sources.items()}, "splits": chosen,
-              "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": image_size, "limit": limit,
-              "title": title, "toolkit": __version__, "page": _static_hash(), **({"leaderboard": board} if board else {})}
-    out_dir = output_folder(out, IDCError)
-    folder = RunFolder(out_dir, "view", fields, owned=OWNED, card_record=False, record_file="view.json",
-                       progress=progress).open(overwrite)
+        sources = {split: open_split(dataset, split, a.progress) for split in chosen}
+    recorded = {"dataset": {s: fp for s, (_rows, _features, fp) in sources.items()}, "splits": chosen,
+                "evaluations": [[ev.name, ev.content_hash] for ev in runs], "image_size": a.image_size, "limit": a.limit,
+                "title": a.title, "toolkit": __version__, "page": _static_hash(), **({"leaderboard": board} if board else {})}
+    out_dir = output_folder(a.out, IDCError)
+    folder = RunFolder(out_dir, "view", recorded, owned=OWNED, card_record=False, record_file="view.json",
+                       progress=a.progress).open(a.overwrite)
     systems = tuple(ev.name for ev in runs)
     if folder.complete:
         n = json.loads((folder.state_dir / "view.json").read_text()).get("n_pairs", 0)
@@ -87,10 +87,10 @@ def write_site(out: Path | str, *, dataset: Optional[str] = None, splits: Sequen
         on_split = [ev for ev in runs if ev.split in (split, None)]
         if split in sources:
             rows, features, _fp = sources[split]
-            records += _dataset_records(out_dir, split, rows, features, on_split, runs, image_size, limit, progress)
+            records += _dataset_records(out_dir, split, rows, features, on_split, runs, a.image_size, a.limit, a.progress)
         else:
             records += _evaluation_records(split, on_split, runs)
-    page = {"title": title or _default_title(dataset, runs) or "leaderboard", "dataset": _dataset_label(dataset),
+    page = {"title": a.title or _default_title(dataset, runs) or "leaderboard", "dataset": _dataset_label(dataset),
             "splits": chosen, "systems": [ev.table() for ev in runs], "metrics": _score_names(runs), "n_pairs": len(records),
             "shown_metrics": shown_metrics(), "leaderboard": board, "toolkit": __version__}
 
