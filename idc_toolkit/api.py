@@ -10,13 +10,23 @@ from .evaluators.compare import compare_systems  # noqa: F401  (re-exported)
 from .evaluators.scoring import evaluate_predictions  # noqa: F401  (re-exported)
 
 
-def build_dataset(name: str, raw: str | Path, out: str | Path, *, config: Optional[dict[str, str]] = None, **options: Any):
+def build_dataset(name: str, raw: Optional[str | Path] = None, out: Optional[str | Path] = None, args: Any = None,
+                  **fields: Any):
     """``idc-build NAME --raw RAW --out OUT``: returns a :class:`~idc_toolkit.building.BuildResult`.
-    ``options`` are those of :func:`idc_toolkit.building.build_dataset` (strict, overwrite, ...)."""
+    ``args`` is a :class:`~idc_toolkit.building.BuildArgs` (or ``fields`` make one: ``config=``,
+    ``strict=``, ``overwrite=``, ...); ``raw`` and ``out`` are its fields too."""
     from .builders import make_builder
+    from .building import BuildArgs
     from .building import build_dataset as build
+    from .options import with_fields
 
-    return build(make_builder(name, raw, config), out, **options)
+    given = {k: v for k, v in (("raw", raw), ("out", out)) if v is not None}
+    a = with_fields(BuildArgs, args, **fields, **given)
+    if a.raw is None or a.out is None:
+        from .errors import IDCError
+
+        raise IDCError("build_dataset: raw and out are needed")
+    return build(make_builder(name, a.raw, a.config), args=a)
 
 
 def generate_predictions(model: str, *, dataset: str, out: str | Path, split: str = "test", overwrite: bool = False,

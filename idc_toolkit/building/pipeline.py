@@ -37,16 +37,17 @@ from ..stores import output_folder
 from ..runs import RunFolder, assemble, listing_fingerprint, run_job
 from ..runs.args import EngineArgs
 from ..runs.engine import PartOutput
-from ..runs.parquet import DEFAULT_MAX_SHARD_BYTES
+from ..runs.fingerprint import recorded
 from ..runs.rows import ListRows
 from ..schema import CATEGORY, PairRecord, category_names, validate_features
+from ..options import with_fields
+from .args import BuildArgs
 from .builder import PairBuilder
 from .rawio import RawRoot, box_problem, check_image_bytes, image_size, read_image_bytes
 from .report import SKIPPED, BuildReport, Problem
 
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 2
-DEFAULT_ROWS_PER_PART = 2000
 REPORT_FILE = "build_report.json"
 
 
@@ -59,7 +60,7 @@ class BuildResult:
 
 
 def build_fields(builder: PairBuilder) -> dict[str, Any]:
-    """Everything a build's output depends on (see the module docstring)."""
+    """What a build's output depends on besides its recorded options (see the module docstring)."""
     annotations = frozenset(f for f in builder.raw_files() if (builder.raw_dir / f).is_file())
     return {"builder": builder.name, "config": builder.config.to_dict(), "schema": SCHEMA_VERSION, "toolkit": __version__,
             **listing_fingerprint(builder.raw_dir, annotations)}
@@ -186,33 +187,21 @@ def _why_empty(split: str, listed: int, problems: list[dict[str, Any]], raw_dir:
     return f"0 of {listed} {split} pairs written: {commonest}"
 
 
-def build_dataset(
-    builder: PairBuilder,
-    out_dir: Path | str,
-    *,
-    strict: bool = False,
-    overwrite: bool = False,
-    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
-    max_shard_rows: Optional[int] = None,
-    rows_per_part: int = DEFAULT_ROWS_PER_PART,
-    verify_images: str = "fast",
-    shard: tuple[int, int] = (0, 1),
-    progress: bool = True,
-) -> BuildResult:
-    """Build ``builder``'s raw release into ``out_dir``; see the module docstring.
-
-    ``max_shard_rows`` caps the records per output shard (each part becomes one shard).
-    """
-    out_dir = output_folder(out_dir, BuildError)
+def build_dataset(builder: PairBuilder, out_dir: Optional[Path | str] = None, args: Optional[BuildArgs] = None,
+                  **fields: Any) -> BuildResult:
+    """Build ``builder``'s raw release into ``out_dir``; see the module docstring. ``args`` is a
+    :class:`~.args.BuildArgs` (or ``fields`` make one: ``strict=``, ``overwrite=``,
+    ``max_shard_bytes=``, ``max_shard_rows=``, ``rows_per_part=``, ``verify_images=``, ``shard=``,
+    ``progress=``); ``out_dir`` is its ``out``."""
+    a = with_fields(BuildArgs, args, **fields, **({"out": out_dir} if out_dir is not None else {}))
+    if a.out is None:
+        raise BuildError("build_dataset: no output folder (out_dir)")
+    out_dir, strict, progress = output_folder(a.out, BuildError), a.strict, a.progress
     builder.check_raw()
-    if max_shard_rows is not None:
-        rows_per_part, max_shard_bytes = max_shard_rows, 0
     features = builder.features()
     validate_features(features)
-    fields = {**build_fields(builder), "verify_images": verify_images, "rows_per_part": rows_per_part,
-              "max_shard_bytes": max_shard_bytes}
-    folder = RunFolder(out_dir, "build", fields, owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE),
-                       progress=progress).open(overwrite)
+    folder = RunFolder(out_dir, "build", {**build_fields(builder), **recorded(a)},
+                       owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE), progress=progress).open(a.overwrite)
     if folder.complete:
         report = BuildReport.from_dict(_read_report(out_dir))
         if strict:
@@ -221,13 +210,13 @@ def build_dataset(
     report = BuildReport(dataset=builder.name, strict=strict)
     names = category_names(features)
     sources = _list_records(builder, report, names)
-    outcome = run_job(folder, sources, BuildTask(features, verify_images, strict), rows_per_part=rows_per_part,
-                      engine=EngineArgs(shard=shard), progress=progress, desc=builder.name)
+    outcome = run_job(folder, sources, BuildTask(features, a.verify_images, strict), rows_per_part=a.rows_per_part,
+                      engine=EngineArgs(shard=a.shard), progress=progress, desc=builder.name)
     if not outcome.complete:
         return BuildResult(out_dir, report, resumed=folder.resumed, already_built=False)
 
     def stage(final: Path) -> None:
-        summaries = assemble(folder, list(sources), features, final, max_shard_bytes)
+        summaries = assemble(folder, list(sources), features, final, a.max_shard_bytes)
         for split, summary in list(summaries.items()):
             report.problems.extend(Problem(**p) for p in summary.stats.get("problems", []))
             if not len(sources[split]):

@@ -5,37 +5,36 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 
+from ..errors import IDCError
+from ..options import add_options, cli_fields, from_namespace, option
 from . import common
 
 
 def parse_size(text: str) -> int:
-    """``500MB`` / ``2GB`` / ``1GiB`` / ``1048576`` -> bytes, in ``datasets``' convention
-    (``convert_file_size_to_int``: MB = 10**6, MiB = 2**20), the one ``push_to_hub``'s
-    ``max_shard_size`` uses."""
-    from datasets.utils.py_utils import convert_file_size_to_int
+    """``500MB`` / ``2GB`` / ``1GiB`` / ``1048576`` -> bytes, as ``--max-shard-size`` reads them
+    (:func:`idc_toolkit.building.args.shard_size`)."""
+    from ..building.args import shard_size
 
-    text = text.strip()
     try:
-        return int(text) if text.isdigit() else convert_file_size_to_int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500MB, 1GiB or a number of bytes)") from None
+        return shard_size("--max-shard-size", text)
+    except IDCError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
+@dataclass
+class _Listing:
+    list: bool = option(False, "list the builders and exit")
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from ..building import BuildArgs
+
     p = common.parser("idc-build", "Build an image-difference-captioning dataset from its original raw release.")
     p.add_argument("name", nargs="?", help="dataset builder (see --list)")
-    p.add_argument("--list", action="store_true", help="list the builders and exit")
-    p.add_argument("--raw", help="folder of the raw release")
-    p.add_argument("--out", help="output folder (parquet shards, README.md card, croissant.json, build_report.json)" + common.STORE_OUT)
-    p.add_argument("--strict", action="store_true", help="fail on the first skipped or repaired record")
-    p.add_argument("--overwrite", action="store_true", help="replace an output folder that holds another build")
-    p.add_argument("--max-shard-size", type=parse_size, default="500MB", help="split the data as push_to_hub does: int(Arrow bytes / this) + 1 shards of even rows (500MB = 500*10**6 bytes)")
-    p.add_argument("--rows-per-part", type=int, default=2000, help="records per part (the resume unit)")
-    p.add_argument("--verify-images", choices=["fast", "full"], default="fast",
-                   help="fast: structural checks without decoding; full: decode every image")
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="builder option (repeatable)")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_options(p, _Listing, ["list"])
+    add_options(p, BuildArgs, cli_fields(BuildArgs))
     return p
 
 
@@ -62,22 +61,14 @@ def _main(argv: list[str] | None) -> int:
         return 0
     if not args.name or not args.raw or not args.out:
         make_parser().error("NAME, --raw and --out are required (or --list)")
-    try:
-        overrides = dict(kv.split("=", 1) for kv in args.config)
-    except ValueError:
-        print("idc-build: error: --config takes KEY=VALUE", file=sys.stderr)
-        return 2
-    return common.run("idc-build", lambda: _build(args, overrides))
+    return common.run("idc-build", lambda: _build(args))
 
 
-def _build(args, overrides: dict[str, str]) -> int:
-    from ..builders import make_builder
-    from ..building import build_dataset
+def _build(args) -> int:
+    from ..api import build_dataset
+    from ..building import BuildArgs
 
-    builder = make_builder(args.name, args.raw, overrides)
-    result = build_dataset(builder, args.out, strict=args.strict, overwrite=args.overwrite,
-                           max_shard_bytes=args.max_shard_size, rows_per_part=args.rows_per_part,
-                           verify_images=args.verify_images, progress=not args.no_progress)
+    result = build_dataset(args.name, args=from_namespace(BuildArgs, args))
     if result.already_built:
         print(f"{common.shown_out(args.out, result.out_dir)} already holds this build; nothing to do (use --overwrite to rebuild)")
     else:
