@@ -56,7 +56,7 @@ class Judged:
 
 
 def read_judged(folder: Path) -> Judged:
-    from idc_toolkit.metrics.judge import COLUMNS
+    from idc_toolkit.metrics.judge_columns import COLUMNS
     from idc_toolkit.runs.fingerprint import digest
 
     metrics_file, judgements = folder / "metrics.json", folder / "judge" / "judgements.jsonl"

@@ -35,7 +35,7 @@ def _protocol_help() -> str:
 
 
 def _layout_names() -> list[str]:
-    from .layouts import LAYOUTS
+    from .paper_tables import LAYOUTS
 
     return [*LAYOUTS, "all"]
 

@@ -170,7 +170,7 @@ def signed(value: float, digits: int = 2) -> str:
 def tables(report: dict[str, Any]) -> tuple[str, str]:
     """One row per run (score [95% interval]) and per side (mean (sd) across its runs), x100,
     and the paired test's p-value per metric."""
-    from .layouts import SHORT, RunLabel, _tables
+    from .paper_tables import SHORT, RunLabel, _tables
 
     metrics = list(report["metrics"])
     header = ["run", *(SHORT.get(m, m) for m in metrics)]

@@ -207,7 +207,7 @@ def _cell(row: dict[str, Any], c: str) -> str:
 
 def tables(out: dict[str, Any]) -> tuple[str, str]:
     """The markdown and LaTeX table: one row per system, the paper columns x100 (sd across runs)."""
-    from .layouts import RunLabel, _tables
+    from .paper_tables import RunLabel, _tables
 
     shown = _presentations_shown(out)
     header = ["system", "runs", "n", *(out["short"][c] for c in out["columns"]), "protocol",
@@ -225,7 +225,7 @@ def tables(out: dict[str, Any]) -> tuple[str, str]:
 
 def agreement_line(agreement: dict[str, Any]) -> str:
     """A judged table's agreement in a line: Cohen's kappa per question, Kendall's tau per judge column."""
-    from idc_toolkit.metrics.judge import SHORT
+    from idc_toolkit.metrics.judge_columns import SHORT
 
     def number(x: Optional[float]) -> str:
         return "n/a" if x is None else f"{x:.2f}"

@@ -296,7 +296,7 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
                   layouts: Sequence[str] = (), group_names: Optional[str] = None, label: Any = None) -> dict[str, Any]:
     from idc_toolkit.runs.folder import write_text_atomic
 
-    from .layouts import RunLabel, write_layouts
+    from .paper_tables import RunLabel, write_layouts
 
     out_dir.mkdir(parents=True, exist_ok=True)
     label = label or RunLabel()
@@ -308,7 +308,7 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
              + (f"; presentation: {meta['presentation']}" if meta.get("presentation") else "") + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
     if meta.get("judge_answers"):
-        from idc_toolkit.metrics.judge import answers_line
+        from idc_toolkit.metrics.judge_columns import answers_line
 
         note += answers_line(meta["judge_answers"]) + "\n"
     if meta.get("multiple_choice"):

@@ -12,7 +12,7 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.stores import input_folder, output_folder, shown_uri
 
 from .args import EvalArgs, ReferenceArgs
-from .check import refuse_bad_file
+from .check_references import refuse_bad_file
 from .predictions import References, load_predictions, load_references_coco, load_references_dataset, prepare
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     metrics = caption_metrics(metrics, a.metrics, prep, choice, predictions)
     arguments["metrics"] = [*resolve_families(metrics), *(["MC"] if choice is not None else [])]
     prep.hypotheses = proto.prepare(prep.hypotheses, prep.references, prep.categories, a.seed)
-    from .layouts import RunLabel, applicable_layouts, group_names as read_group_names
+    from .paper_tables import RunLabel, applicable_layouts, group_names as read_group_names
 
     layouts = list(a.layouts)
     if out is not None:  # every check that needs no score is made before scoring
@@ -304,11 +304,11 @@ def caption_metrics(metrics: list[str], named: Optional[list[str]], prep: Any, c
 
 def judge_metric(captions: dict[str, str], prep: Any, refs: References, a: Any, folder: Optional[Path], engine: Any,
                  progress: Optional[Callable[[str], None]], backward: Optional[dict[str, str]] = None) -> Any:
-    """The judge's :class:`~idc_toolkit.metrics.judge.JudgeScores` of ``captions`` on the prepared
+    """The judge's :class:`~idc_toolkit.metrics.judge_columns.JudgeScores` of ``captions`` on the prepared
     pairs (``None`` where this job does not hold every judgement); judged in ``folder`` (kept) or
     a temporary one."""
     from idc_toolkit.judge.run import judge_pairs, pair_rows
-    from idc_toolkit.metrics.judge import from_records
+    from idc_toolkit.metrics.judge_columns import from_records
     from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
     differences = None

@@ -80,7 +80,7 @@ def test_class_maps_score_as_change_agents_evaluator(setup, capsys):
 
 
 def test_a_mask_column_against_binary_predictions_with_intervals(setup):
-    from idc_toolkit.evaluators.masks import evaluate_masks
+    from idc_toolkit.evaluators.mask_scores import evaluate_masks
 
     root, dataset = setup
     m = evaluate_masks(dataset=str(dataset), reference="change_mask", predicted=str(root / "pred_binary"), bootstrap=200)
@@ -92,7 +92,7 @@ def test_a_mask_column_against_binary_predictions_with_intervals(setup):
 
 
 def test_missing_masks_and_unknown_columns_are_refused_in_one_line(setup, tmp_path):
-    from idc_toolkit.evaluators.masks import evaluate_masks
+    from idc_toolkit.evaluators.mask_scores import evaluate_masks
 
     root, dataset = setup
     partial = tmp_path / "partial"

@@ -109,7 +109,7 @@ def run_score(args) -> dict:
           + (f"; presentation: {presentation}" if presentation else ""))
     print(markdown_table(ev.result))
     if ev.metrics["meta"].get("judge_answers"):
-        from ..metrics.judge import answers_line
+        from ..metrics.judge_columns import answers_line
 
         print(answers_line(ev.metrics["meta"]["judge_answers"]))
     if ev.metrics["meta"].get("multiple_choice"):
@@ -166,7 +166,7 @@ def make_check_parser() -> argparse.ArgumentParser:
 
 
 def make_masks_parser() -> argparse.ArgumentParser:
-    from ..evaluators.masks import MaskEvalArgs
+    from ..evaluators.mask_scores import MaskEvalArgs
     from ..options import add_options, cli_fields
 
     p = common.parser("idc-eval masks", "Score change masks against ground truth: per-class IoU, mIoU, precision, "
@@ -176,7 +176,7 @@ def make_masks_parser() -> argparse.ArgumentParser:
 
 
 def run_masks(args) -> None:
-    from ..evaluators.masks import MaskEvalArgs, evaluate_masks, markdown
+    from ..evaluators.mask_scores import MaskEvalArgs, evaluate_masks, markdown
     from ..options import from_namespace
 
     out = evaluate_masks(from_namespace(MaskEvalArgs, args))
@@ -235,7 +235,7 @@ def run_agreement(args) -> None:
 
 
 def run_check(args) -> int:
-    from ..evaluators.check import check_file
+    from ..evaluators.check_references import check_file
 
     problems, warnings, counts = check_file(args.file, args.dataset, args.split)
     for line in warnings:

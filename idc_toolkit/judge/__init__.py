@@ -1,6 +1,6 @@
 """A local LLM as a judge of what a caption says: for each pair, which annotated differences the
 caption states, which of its claims no reference supports, and, on a no-change pair, whether it
-says nothing changed (:mod:`idc_toolkit.metrics.judge` turns the answers into scores).
+says nothing changed (:mod:`idc_toolkit.metrics.judge_columns` turns the answers into scores).
 
 Every question is a yes / no question with a fixed prompt (:mod:`.prompts`, written out in
 ``docs/scoring.md``), answered greedily by any causal or chat model transformers loads (or an

@@ -13,7 +13,7 @@ The rule (docs/scoring.md writes it out):
 
 A question the endpoint could not answer after its retries is *failed*. Unparsed and failed
 answers take no part in a judge column's value;
-:func:`idc_toolkit.metrics.judge.answer_counts` counts them per question kind.
+:func:`idc_toolkit.metrics.judge_columns.answer_counts` counts them per question kind.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def table_columns() -> dict[str, str]:
     """``{column: short name}`` of every column a paper-shaped table shows where a run has it: the
     papers' (B4 M R C S), then the judge's, reversibility's and multiple-choice accuracy's (made
     outside the registry)."""
-    from .judge import JudgeScores
+    from .judge_columns import JudgeScores
     from .mc_accuracy import ChoiceAccuracy
     from .reverse import ReverseOverlap
 

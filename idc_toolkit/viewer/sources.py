@@ -65,7 +65,7 @@ class Evaluation:
         rows.update(self.metrics.get("by_category") or {})
         answers = (self.metrics.get("meta") or {}).get("judge_answers")
         if answers:
-            from ..metrics.judge import answers_line
+            from ..metrics.judge_columns import answers_line
 
             answers = answers_line(answers)
         choices = (self.metrics.get("meta") or {}).get("multiple_choice")

@@ -1,0 +1,23 @@
+"""Modules renamed so their file says their job keep their old import path for one release,
+with a DeprecationWarning naming the new one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+RENAMED = {"idc_toolkit.evaluators.check": ("idc_toolkit.evaluators.check_references", "check_file"),
+           "idc_toolkit.evaluators.masks": ("idc_toolkit.evaluators.mask_scores", "evaluate_masks"),
+           "idc_toolkit.evaluators.layouts": ("idc_toolkit.evaluators.paper_tables", "write_layouts"),
+           "idc_toolkit.metrics.judge": ("idc_toolkit.metrics.judge_columns", "JudgeScores")}
+
+
+@pytest.mark.parametrize("old", RENAMED)
+def test_an_old_import_path_warns_and_gives_the_same_objects(old):
+    new, name = RENAMED[old]
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}"):
+        module = importlib.import_module(old)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
