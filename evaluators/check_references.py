@@ -12,12 +12,23 @@ mapping, a coco results list (``[{"image_id", "caption"}]``) and JSON Lines."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from idc_toolkit.files import UnreadableJSON, parse_json
+from idc_toolkit.options import option
+from idc_toolkit.stores import STORE_DATASET
 
 from .groups import listed_ids
+
+
+@dataclass
+class CheckReferencesArgs:
+    """``idc-eval check-references FILE``: what else the file is checked against."""
+
+    dataset: Optional[str] = option(None, "also check that every id is a pair of this dataset" + STORE_DATASET)
+    split: str = option("test", "the dataset's split")
 
 
 def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:

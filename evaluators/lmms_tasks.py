@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from idc_toolkit import checks
 from idc_toolkit.errors import IDCError
 from idc_toolkit.metrics.registry import columns, required_families
+from idc_toolkit.options import check_fields, option
 from idc_toolkit.stores import output_folder
 
 #: task name -> builder (the dataset's Hub id is ``idc_toolkit/<builder>`` once pushed)
@@ -32,7 +35,8 @@ TASKS = {"idc_spot_the_diff": "spot_the_diff", "idc_clevr_change": "clevr_change
          "idc_ier": "ier", "idc_levir_cc": "levir_cc", "idc_emu_edit": "emu_edit"}
 #: the metrics reported: every registered one a machine computes without extra requirements (SPICE's jars)
 FAMILIES = required_families()
-METRICS = columns(FAMILIES)
+#: their score columns, each one lmms-eval metric per group
+COLUMNS = columns(FAMILIES)
 MODULE = "idc_toolkit.evaluators.lmms_tasks"
 OVERALL, CHANGE_ONLY = "overall", "change_only"
 
@@ -85,7 +89,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[s
         groups.append(str(category))
         if category not in NO_CHANGE_CATEGORIES:
             groups.append(CHANGE_ONLY)
-    return {metric_name(m, g): record for g in groups for m in METRICS}
+    return {metric_name(m, g): record for g in groups for m in COLUMNS}
 
 
 def score_group(items: list[dict[str, Any]]) -> dict[str, float]:
@@ -115,8 +119,13 @@ def aggregator(metric: str) -> Callable[[list[dict[str, Any]]], float]:
 def __getattr__(name: str):
     """``aggregate__<metric>``: the YAML's aggregation functions (the items lmms-eval hands over are
     already one group's; a pack written before names ``aggregate__<metric>__<group>``)."""
+    if name == "METRICS":  # the old name of COLUMNS (METRICS is the metric registry)
+        import warnings
+
+        warnings.warn("idc_toolkit.evaluators.lmms_tasks.METRICS is renamed COLUMNS", DeprecationWarning, stacklevel=2)
+        return COLUMNS
     parts = name.split("__")
-    if len(parts) >= 2 and parts[0] == "aggregate" and parts[1] in METRICS:
+    if len(parts) >= 2 and parts[0] == "aggregate" and parts[1] in COLUMNS:
         return aggregator(parts[1])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -160,7 +169,7 @@ def task_yaml(task: str, dataset: str, split: str, categories: Optional[tuple[st
         "lmms_eval_specific_kwargs": {"default": {"prompt": prompt}},
         # the items lmms-eval hands an aggregation are already one group's: the function needs only the metric
         "metric_list": [{"metric": metric_name(metric, group), "aggregation": Function(f"{MODULE}.aggregate__{metric}"),
-                         "higher_is_better": True} for group in groups for metric in METRICS],
+                         "higher_is_better": True} for group in groups for metric in COLUMNS],
         "metadata": {"version": 0.1},
     }
     header = (f"# written by idc-toolkit {__version__} (idc-eval lmms-tasks): scored by idc-toolkit's coco-caption "
@@ -184,6 +193,31 @@ def task_facts(builder: str, dataset: str) -> tuple[Optional[tuple[str, ...]], s
         facts = DatasetFacts(builder=builder, pair_style=cls.pair_style, categories=cls.categories,
                              prompt_preset=cls.prompt_preset)
     return facts.categories, preset_for(facts) or "scene"
+
+
+@dataclass
+class LmmsTasksArgs:
+    """``idc-eval lmms-tasks``: where the pack goes and what its tasks read."""
+
+    out: Optional[str] = option(None, "folder for the task YAML files (default: the toolkit's cache, IDC_CACHE)")
+    dataset: list[str] = option((), "a task's dataset: a local folder or Hub id (repeatable; default: idc_toolkit/<name>)",
+                                repeat=True, metavar="TASK=PATH")
+    split: str = option("test", "the split every task evaluates")
+    max_new_tokens: int = option(40, "generation length the tasks ask for", check=checks.positive_int)
+    overwrite: bool = option(False, "replace a task pack of ours written with other settings")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    def datasets(self) -> dict[str, str]:
+        """``--dataset TASK=PATH`` as ``{task: path}``."""
+        out = {}
+        for item in self.dataset:
+            if "=" not in item:
+                raise IDCError(f"--dataset {item!r}: expected TASK=PATH (e.g. clevr_change=data/clevr_change)")
+            key, path = item.split("=", 1)
+            out[key] = path
+        return out
 
 
 def write_task_pack(out: Path | str, datasets: Optional[dict[str, str]] = None, split: str = "test",

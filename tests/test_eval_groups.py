@@ -16,13 +16,13 @@ from idc_toolkit.evaluators.scoring import evaluate, load_references
 from conftest import csv_rows
 
 pytestmark = pytest.mark.java
-METRICS = ["BLEU", "CIDEr"]
+FAMILIES = ["BLEU", "CIDEr"]
 
 
 def _score_subset(preds, captions):
     from idc_toolkit.metrics import score_groups
 
-    r = score_groups(preds, captions, metrics=METRICS)
+    r = score_groups(preds, captions, metrics=FAMILIES)
     return r.groups["overall"].scores
 
 
@@ -38,13 +38,13 @@ def test_group_file_on_a_built_dataset(demo_dataset, scored, tmp_path):
     ids = list(refs.captions)
     groups = tmp_path / "groups.json"
     groups.write_text(json.dumps({"first": ids[:4], "second": ids[3:8]}))  # ids[3] in both
-    m = evaluate(preds, dataset=str(demo_dataset), groups=str(groups), metrics=METRICS).metrics
+    m = evaluate(preds, dataset=str(demo_dataset), groups=str(groups), metrics=FAMILIES).metrics
     assert m["by_category"]["first"]["n"] == 4 and m["by_category"]["second"]["n"] == 5
     for name, sub in (("first", ids[:4]), ("second", ids[3:8])):
         alone = _score_subset({i: preds[i] for i in sub}, {i: refs.captions[i] for i in sub})
         assert {k: m["by_category"][name][k] for k in alone} == alone
     with pytest.raises(EvaluationError, match="categories= goes with references="):
-        evaluate(preds, dataset=str(demo_dataset), categories=str(groups), metrics=METRICS)
+        evaluate(preds, dataset=str(demo_dataset), categories=str(groups), metrics=FAMILIES)
 
 
 def test_group_by_a_dataset_column(tmp_path):
@@ -55,12 +55,12 @@ def test_group_by_a_dataset_column(tmp_path):
     Dataset.from_dict({"pair_id": ["a", "b", "c", "d"], "captions": [["a red car"], ["a blue car"], ["a man"], ["a dog"]],
                        "difficulty": ["easy", "hard", "hard", None]}).to_parquet(folder / "data" / "test-00000-of-00001.parquet")
     preds = {"a": "a red car", "b": "a car", "c": "a man", "d": "a cat"}
-    m = evaluate(preds, dataset=str(folder), group_by="difficulty", metrics=METRICS).metrics
+    m = evaluate(preds, dataset=str(folder), group_by="difficulty", metrics=FAMILIES).metrics
     assert m["by_category"]["easy"]["n"] == 1 and m["by_category"]["hard"]["n"] == 2
     assert m["by_category"]["hard"]["Bleu_1"] == _score_subset({"b": preds["b"], "c": preds["c"]},
                                                                 {"b": ["a blue car"], "c": ["a man"]})["Bleu_1"]
     with pytest.raises(EvaluationError, match="no 'nope' column"):
-        evaluate(preds, dataset=str(folder), group_by="nope", metrics=METRICS)
+        evaluate(preds, dataset=str(folder), group_by="nope", metrics=FAMILIES)
 
 
 def test_viewpoint_difficulty_groups_as_evaluate_by_iou(tmp_path):
@@ -76,7 +76,7 @@ def test_viewpoint_difficulty_groups_as_evaluate_by_iou(tmp_path):
     refs.write_text(json.dumps({"annotations": anns}))
     iou_file = tmp_path / "change_captions_by_IOU.json"
     iou_file.write_text(json.dumps(ious))
-    m = evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=METRICS).metrics
+    m = evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=FAMILIES).metrics
     bc = m["by_category"]
     assert bc["iou_hardest_25"]["n"] == 2 and bc["iou_easiest_25"]["n"] == 2 and [bc[f"iou_q{q}"]["n"] for q in (1, 2, 3, 4)] == [2] * 4
     captions = {}
@@ -88,7 +88,7 @@ def test_viewpoint_difficulty_groups_as_evaluate_by_iou(tmp_path):
             k: v for k, v in _score_subset({i: preds[i] for i in sub}, {i: captions[i] for i in sub}).items() if k in ("Bleu_4", "CIDEr")}
     iou_file.write_text(json.dumps({k: v for k, v in ious.items() if k != "3"}))
     with pytest.raises(EvaluationError, match="no viewpoint IoU for 1 change pair"):
-        evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=METRICS)
+        evaluate(preds, references=str(refs), iou_file=str(iou_file), metrics=FAMILIES)
 
 
 def test_clevr_change_keeps_viewpoint_iou_and_idc_eval_uses_the_column(demo_raw, tmp_path):
@@ -101,7 +101,7 @@ def test_clevr_change_keeps_viewpoint_iou_and_idc_eval_uses_the_column(demo_raw,
     refs = load_references(dataset=str(tmp_path / "out"), split="test", iou_column="viewpoint_iou")
     assert all((v is None) == pid.endswith("_n") for pid, v in refs.ious.items())
     preds = {pid: caps[0] for pid, caps in refs.captions.items()}
-    m = evaluate(preds, dataset=str(tmp_path / "out"), iou_column="viewpoint_iou", metrics=METRICS).metrics
+    m = evaluate(preds, dataset=str(tmp_path / "out"), iou_column="viewpoint_iou", metrics=FAMILIES).metrics
     n_change = sum(not p.endswith("_n") for p in preds)
     assert m["by_category"]["iou_hardest_25"]["n"] == int(n_change * 0.25)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from idc_toolkit.evaluators.lmms_tasks import METRICS, metric_name
+from idc_toolkit.evaluators.lmms_tasks import COLUMNS, metric_name
 
 pytestmark = pytest.mark.java
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is not installed (the [lmms] extra)")
@@ -25,7 +25,7 @@ def test_the_pack_scored_by_lmms_eval_equals_idc_eval(demo_dataset, tmp_path):
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 
-    from idc_toolkit.evaluators.lmms_tasks import METRICS, metric_name, write_task_pack
+    from idc_toolkit.evaluators.lmms_tasks import COLUMNS, metric_name, write_task_pack
     from idc_toolkit.evaluators.predictions import load_references_dataset
     from idc_toolkit.evaluators.scoring import evaluate
     from idc_toolkit.models.vlm import PROMPTS
@@ -68,7 +68,7 @@ def test_the_pack_scored_by_lmms_eval_equals_idc_eval(demo_dataset, tmp_path):
     groups = {"overall": ours["overall"], "change_only": ours["change_only"], **ours["by_category"]}
     assert len(groups) == 8
     for group, row in groups.items():
-        for metric in METRICS:
+        for metric in COLUMNS:
             assert results[f"{metric_name(metric, group)},none"] == row[metric], (group, metric)
     assert 0 < results["idc_CIDEr,none"] and results["idc_CIDEr__distractor,none"] != results["idc_CIDEr__move,none"]
 
@@ -146,7 +146,7 @@ def test_the_readme_lmms_eval_line_runs_with_the_harness_cli(demo_dataset, tiny_
     assert proc.returncode == 0 and results, proc.stderr[-3000:]
     scores = json.loads(Path(results[0]).read_text())["results"]["idc_clevr_change"]
     for group in ("overall", "change_only", "move", "distractor"):
-        for metric in METRICS:
+        for metric in COLUMNS:
             assert isinstance(scores[f"{metric_name(metric, group)},none"], float), (group, metric)
     samples = glob.glob(str(tmp_path / "out" / "*" / "*_samples_idc_clevr_change.jsonl"))
     from idc_toolkit.evaluators.predictions import load_references_dataset

@@ -21,3 +21,15 @@ def test_an_old_import_path_warns_and_gives_the_same_objects(old):
     with pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}"):
         module = importlib.import_module(old)
     assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+@pytest.mark.parametrize("module, new", [("idc_toolkit.metrics", "ALL_COLUMNS"), ("idc_toolkit.evaluators.lmms_tasks", "COLUMNS")])
+def test_metrics_names_the_registry_alone_and_the_column_lists_keep_their_old_name_a_release(module, new):
+    from idc_toolkit.metrics.registry import METRICS, all_columns
+    from idc_toolkit.registry import Registry
+
+    assert isinstance(METRICS, Registry)
+    columns = getattr(importlib.import_module(module), new)
+    assert set(columns) <= set(all_columns())
+    with pytest.warns(DeprecationWarning, match=f"METRICS is renamed {new}"):
+        assert getattr(importlib.import_module(module), "METRICS") == columns

@@ -121,32 +121,26 @@ def run_score(args) -> dict:
 
 
 def make_lmms_parser() -> argparse.ArgumentParser:
+    from ..evaluators.lmms_tasks import LmmsTasksArgs
+    from ..options import add_options, cli_fields
+
     p = common.parser("idc-eval lmms-tasks", "Write the lmms-eval task pack (idc_spot_the_diff, idc_clevr_change, "
                                              "idc_clevr_dc, idc_ier, idc_levir_cc, idc_emu_edit), scored by this "
                                              "toolkit's scorer, and print the --include_path to pass to lmms-eval.")
-    p.add_argument("--out", help="folder for the task YAML files (default: the toolkit's cache, IDC_CACHE)")
-    p.add_argument("--dataset", action="append", default=[], metavar="TASK=PATH",
-                   help="a task's dataset: a local folder or Hub id (repeatable; default: idc_toolkit/<name>)")
-    p.add_argument("--split", default="test", help="the split every task evaluates")
-    p.add_argument("--max-new-tokens", type=int, default=40, help="generation length the tasks ask for")
-    p.add_argument("--overwrite", action="store_true", help="replace a task pack of ours written with other settings")
+    add_options(p, LmmsTasksArgs, cli_fields(LmmsTasksArgs))
     return p
 
 
 def run_lmms_tasks(args) -> None:
     from ..cache import cache_dir
-    from ..evaluators.lmms_tasks import write_task_pack
+    from ..evaluators.lmms_tasks import LmmsTasksArgs, write_task_pack
+    from ..options import from_namespace
 
-    datasets = {}
-    for item in args.dataset:
-        if "=" not in item:
-            raise IDCError(f"--dataset {item!r}: expected TASK=PATH (e.g. clevr_change=data/clevr_change)")
-        key, path = item.split("=", 1)
-        datasets[key] = path
-    out = Path(args.out) if args.out else cache_dir("lmms_tasks")
+    a = from_namespace(LmmsTasksArgs, args)
+    out = Path(a.out) if a.out else cache_dir("lmms_tasks")
     # the default folder is the toolkit's own cache: a pack with other datasets simply replaces ours there
-    files = write_task_pack(out, datasets, split=args.split, max_new_tokens=args.max_new_tokens,
-                            overwrite=args.overwrite or not args.out)
+    files = write_task_pack(out, a.datasets(), split=a.split, max_new_tokens=a.max_new_tokens,
+                            overwrite=a.overwrite or not a.out)
     for task, path in files.items():
         print(f"{task}: {path}")
     print(f"--include_path {out.resolve()}")
@@ -155,13 +149,15 @@ def run_lmms_tasks(args) -> None:
 
 
 def make_check_parser() -> argparse.ArgumentParser:
+    from ..evaluators.check_references import CheckReferencesArgs
+    from ..options import add_options, cli_fields
+
     p = common.parser("idc-eval check-references", "Check a reference or predictions file before scoring: JSON that "
                                                    "does not parse, ids given twice, non-string captions, ids the "
                                                    "dataset does not have; one line each, exit 1 on any (empty captions: "
                                                    "a warning).")
     p.add_argument("file", help="a coco-caption annotation file, {id: caption(s)}, a coco results list or JSON lines")
-    p.add_argument("--dataset", help="also check that every id is a pair of this dataset" + common.STORE_DATASET)
-    p.add_argument("--split", default="test", help="the dataset's split")
+    add_options(p, CheckReferencesArgs, cli_fields(CheckReferencesArgs))
     return p
 
 
@@ -235,9 +231,11 @@ def run_agreement(args) -> None:
 
 
 def run_check(args) -> int:
-    from ..evaluators.check_references import check_file
+    from ..evaluators.check_references import CheckReferencesArgs, check_file
+    from ..options import from_namespace
 
-    problems, warnings, counts = check_file(args.file, args.dataset, args.split)
+    a = from_namespace(CheckReferencesArgs, args)
+    problems, warnings, counts = check_file(args.file, a.dataset, a.split)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     for line in problems:
