@@ -222,7 +222,7 @@ PROTOCOLS = Registry("protocol", {
     "rcc": "idc_toolkit.evaluators.protocols:Protocol",
     "blip2idc": "idc_toolkit.evaluators.protocols:Blip2IdcProtocol",
     "rsicc": "idc_toolkit.evaluators.protocols:RsiccProtocol",
-})
+}, base_cls=Protocol)
 
 
 def get_protocol(name: str, drop_last_batch: int = 0) -> Protocol:

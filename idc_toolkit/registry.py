@@ -1,7 +1,8 @@
 """One registry for every pluggable kind: datasets (builders), metrics, models and protocols.
 
 Entries are ``"module:Object"`` strings, as in lm-evaluation-harness, resolved on first use, so
-listing the choices imports nothing heavy. Every consumer (a CLI's choices and help, the Python
+listing the choices imports nothing heavy; a registry given a ``base_cls`` (lm-eval's
+``Registry(base_cls=...)``) refuses an entry that does not resolve to a subclass of it. Every consumer (a CLI's choices and help, the Python
 API, the docs tables) asks the registry; adding a plug-in is one module and one line.
 """
 
@@ -10,9 +11,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from importlib import import_module
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Union
 
 from .errors import IDCError
+
+
+def _resolve(target: str) -> Any:
+    """The object a ``"module:Object"`` (or ``"module"``) string names."""
+    module, _, attr = target.partition(":")
+    loaded = import_module(module)
+    return getattr(loaded, attr) if attr else loaded
 
 
 class UnknownName(IDCError, LookupError):
@@ -22,19 +30,31 @@ class UnknownName(IDCError, LookupError):
 class Registry(Mapping):
     """``name -> "module:Object"``, resolved lazily; a read-only mapping of the resolved objects."""
 
-    def __init__(self, kind: str, entries: dict[str, str], summary: Optional[Callable[[Any], str]] = None):
+    def __init__(self, kind: str, entries: dict[str, str], summary: Optional[Callable[[Any], str]] = None,
+                 base_cls: Union[type, str, None] = None):
         self.kind, self._summary = kind, summary
         self._entries = dict(entries)
         self._loaded: dict[str, Any] = {}
+        self._base_cls = base_cls  # a class, or its "module:Class" (resolved with the first entry)
+
+    @property
+    def base_cls(self) -> Optional[type]:
+        """The class every entry must be (a subclass of), where the registry names one."""
+        if isinstance(self._base_cls, str):
+            self._base_cls = _resolve(self._base_cls)
+        return self._base_cls
 
     def get(self, name: str) -> Any:  # type: ignore[override]
-        """The object registered as ``name``; an unknown name is an error naming the choices."""
+        """The object registered as ``name``; an unknown name, or an entry that is not a subclass of
+        :attr:`base_cls`, is an error naming the choices or the entry."""
         if name not in self._entries:
             raise UnknownName(f"unknown {self.kind} {name!r}; choose from {', '.join(self.names())}")
         if name not in self._loaded:
-            module, _, attr = self._entries[name].partition(":")
-            loaded = import_module(module)
-            self._loaded[name] = getattr(loaded, attr) if attr else loaded
+            obj, base = _resolve(self._entries[name]), self.base_cls
+            if base is not None and not (isinstance(obj, type) and issubclass(obj, base)):
+                raise IDCError(f"{self.kind} {name!r} ({self._entries[name]}) is not a subclass of "
+                               f"{base.__module__}.{base.__qualname__}")
+            self._loaded[name] = obj
         return self._loaded[name]
 
     def names(self) -> list[str]:

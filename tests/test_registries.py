@@ -16,6 +16,7 @@ from idc_toolkit.evaluators.protocols import PROTOCOLS, Protocol
 from idc_toolkit.metrics.registry import METRICS
 from idc_toolkit.models.base import Runner
 from idc_toolkit.models.registry import MODELS, get_runner_class
+from idc_toolkit.errors import IDCError
 from idc_toolkit.registry import Registry, UnknownName
 
 from conftest import make_spot_the_diff
@@ -37,6 +38,27 @@ def test_entries_resolve_lazily_and_once():
     with reg.added("loads", "json:loads"):
         assert reg.get("loads") is json.loads
     assert "loads" not in reg
+
+
+class NotAProtocol:
+    """Has a protocol's name and description, yet is no Protocol."""
+
+    name = "impostor"
+    description = "not a subclass of Protocol"
+
+
+def test_an_entry_is_checked_against_the_registrys_base_class_when_resolved():
+    reg = Registry("thing", {"loads": "json:loads", "decoder": "json:JSONDecoder"}, base_cls="json:JSONDecoder")
+    assert reg.names() == ["loads", "decoder"] and reg.get("decoder") is json.JSONDecoder  # listing resolves nothing
+    with pytest.raises(IDCError, match=r"thing 'loads' \(json:loads\) is not a subclass of json(\.decoder)?\.JSONDecoder"):
+        reg.get("loads")
+    assert PROTOCOLS.base_cls is Protocol
+    with PROTOCOLS.added("impostor", f"{__name__}:NotAProtocol"):
+        assert "impostor" in PROTOCOLS.names()
+        with pytest.raises(IDCError, match="protocol 'impostor' .* is not a subclass of .*Protocol"):
+            PROTOCOLS.get("impostor")
+    with PROTOCOLS.added("shout", f"{__name__}:ShoutProtocol"):
+        assert PROTOCOLS.get("shout") is ShoutProtocol
 
 
 class ToySpot(SpotTheDiff):
