@@ -268,11 +268,51 @@ def test_a_long_python_meteor_job_aligns_in_a_child_process_with_the_same_statis
     hyps = ["a red cube moved", "the sphere is gone", "nothing changed", "a man walks"]
     refs = [["a red cube moved away"], ["the sphere disappeared", "a ball left"], ["there is no change"], [""]]
     started = []
-    real = meteor_mod.PythonAligner
-    monkeypatch.setattr(meteor_mod, "PythonAligner", lambda h, r: started.append(len(h)) or real(h, r))
+    real = meteor_mod.PythonAligner.submit
+    monkeypatch.setattr(meteor_mod.PythonAligner, "submit", lambda self, h, r: started.append(len(h)) or real(self, h, r))
     with using("python"):
         m = meteor_mod.Meteor()
-        m.start()
+        m.start(len(hyps))
         m.prepare(hyps, refs)
         m.compute(hyps, refs)
     assert started == [4] and m.lines == align_mod.statistics(hyps, refs)
+
+
+def _segments(n: int) -> tuple[list[str], list[list[str]]]:
+    import random
+
+    rng = random.Random(5)
+    words = "a the red blue small large cube sphere cylinder moved gone added changed appeared is was".split()
+    hyps = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in range(n)]
+    refs = [[" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in range(3)] for _ in range(n)]
+    return hyps, refs
+
+
+def test_the_child_and_the_caller_meet_in_the_middle_with_one_process_statistics(monkeypatch):
+    """The caller, once free, aligns blocks from the end and claims them; the child stops before
+    a claimed block. Both halves together are the statistics of one call, in order."""
+    import idc_toolkit.metrics.meteor_align as align_mod
+
+    monkeypatch.setattr(meteor_mod, "BLOCK", 3)
+    hyps, refs = _segments(60)
+    aligner = meteor_mod.PythonAligner()
+    aligner.submit(hyps, refs)
+    aligner.assist()  # at once: the child is still loading, so the caller takes most blocks
+    claimed = aligner.claimed
+    assert aligner.result() == align_mod.statistics(hyps, refs)
+    assert 0 < claimed < aligner.n_blocks, claimed  # both sides aligned some
+
+
+def test_the_child_aligns_everything_when_no_assist_comes_and_a_dead_child_is_named(monkeypatch):
+    import idc_toolkit.metrics.meteor_align as align_mod
+
+    monkeypatch.setattr(meteor_mod, "BLOCK", 4)
+    hyps, refs = _segments(20)
+    aligner = meteor_mod.PythonAligner()
+    aligner.submit(hyps, refs)
+    assert aligner.result() == align_mod.statistics(hyps, refs)
+    dying = meteor_mod.PythonAligner()
+    dying.proc.kill()
+    dying.submit(hyps, refs)
+    with pytest.raises(EvaluationError, match="aligner process failed"):
+        dying.result()

@@ -78,8 +78,9 @@ class Metric:
 
         return nullcontext()
 
-    def start(self) -> None:
-        """Called before tokenization, so slow start-ups (a JVM) overlap it."""
+    def start(self, pairs: int = 0) -> None:
+        """Called before tokenization with the number of pairs to score, so slow start-ups (a
+        JVM, a helper process for a large scoring) overlap it."""
 
     def prepare(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         """Called with the tokenized pairs before any metric computes: a background metric
@@ -88,6 +89,10 @@ class Metric:
     def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         """Per-pair intermediate results of the tokenized pairs."""
         raise NotImplementedError
+
+    def assist(self) -> None:
+        """Called in the caller's thread, once the other metrics are done, while this background
+        metric's :meth:`compute` still runs: work the caller's core can take over."""
 
     def group(self, idx: list[int]) -> dict[str, Optional[float]]:
         raise NotImplementedError
@@ -169,8 +174,11 @@ class OnSubset(Metric):
     def status(self) -> str:  # type: ignore[override]
         return self.inner.status
 
-    def start(self) -> None:
-        self.inner.start()
+    def start(self, pairs: int = 0) -> None:
+        self.inner.start(pairs)
+
+    def assist(self) -> None:
+        self.inner.assist()
 
     def prepare(self, hypotheses, references) -> None:
         self.inner.prepare(hypotheses, references)

@@ -60,7 +60,7 @@ def build_cache(
     scored = [ids[k] for k in captioned]
     try:
         for m in metrics.values():
-            m.start()
+            m.start(len(captioned))
         flat_refs = [sanitize_caption(r) for i in scored for r in references[i]]
         hyps_raw = [sanitize_caption(hypotheses[i]) for i in scored]
         if not families:
@@ -98,6 +98,9 @@ def build_cache(
                 m.compute(cache.hypotheses, cache.references)
                 if on_computed is not None:
                     on_computed(m)
+        for m in metrics.values():
+            if m.background and not errors:
+                m.assist()
         for t in threads:
             t.join()
         if errors:

@@ -371,33 +371,127 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
 #: segments from which the Python aligner runs in a child process, beside BLEU, ROUGE-L and CIDEr
 #: (8,000 segments: 2.2 s there against 1.2 s in a thread that holds the others' interpreter lock)
 CHILD_FROM = 2000
+#: segments per block of the shared job: small enough for the two cores to meet near the middle
+BLOCK = 400
 
 
 class PythonAligner:
-    """:mod:`.meteor_worker` aligning a job in a child process, started now, read by :meth:`result`."""
+    """:mod:`.meteor_worker` in a child process, started before tokenization (its tables load
+    meanwhile); :meth:`submit` hands it the job, :meth:`assist` aligns blocks from the end in the
+    calling process once that process is free, :meth:`result` gathers both halves in order."""
 
-    def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
-        import json
+    def __init__(self) -> None:
         import sys
 
         self.proc = subprocess.Popen([sys.executable, "-m", "idc_toolkit.metrics.meteor_worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        payload = json.dumps({"hypotheses": list(hypotheses), "references": [list(r) for r in references]}).encode()
-        self.out: dict[str, bytes] = {}
-        self.reader = threading.Thread(target=self._talk, args=(payload,), daemon=True)
-        self.reader.start()
+        self.blocks: dict[int, list[str]] = {}
+        self.n_blocks = 0
+        self.claimed = 0  # blocks from here on are this process's
+        self.next_child = 0  # the block the child aligns now
+        self.error: Optional[str] = None
+        self.assisting = False
+        self.done = threading.Condition()
+        self.stderr = b""
+        threading.Thread(target=self._read_stderr, daemon=True).start()
 
-    def _talk(self, payload: bytes) -> None:
-        self.out["stdout"], self.out["stderr"] = self.proc.communicate(payload)
+    def _read_stderr(self) -> None:
+        self.stderr = self.proc.stderr.read()
 
-    def result(self) -> list[str]:
+    def _send(self, data: bytes) -> None:
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):  # the child ended: its exit status says why
+            pass
+
+    def submit(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         import json
 
-        self.reader.join()
-        if self.proc.returncode != 0:
-            tail = self.out.get("stderr", b"").decode(errors="replace").strip().splitlines()[-3:]
-            raise EvaluationError(f"METEOR's aligner process failed (exit {self.proc.returncode}): {' | '.join(tail)}")
-        return json.loads(self.out["stdout"])
+        self.hypotheses, self.references = list(hypotheses), [list(r) for r in references]
+        self.n_blocks = self.claimed = -(-len(self.hypotheses) // BLOCK)
+        job = json.dumps({"hypotheses": self.hypotheses, "references": self.references, "block": BLOCK}) + "\n"
+        self.writer = threading.Thread(target=self._send, args=(job.encode(),), daemon=True)
+        self.writer.start()
+        threading.Thread(target=self._read_blocks, daemon=True).start()
+
+    def cancel(self) -> None:
+        """No job after all (the statistics cache held it): the child ends."""
+        self._send(b"null\n")
+        self.close()
+
+    def _read_blocks(self) -> None:
+        import json
+
+        for line in self.proc.stdout:
+            k, stats = json.loads(line)
+            with self.done:
+                self.blocks.setdefault(k, stats)
+                self.next_child = k + 1
+                self.done.notify_all()
+        code = self.proc.wait()
+        with self.done:
+            if code != 0:
+                tail = self.stderr.decode(errors="replace").strip().splitlines()[-3:] if self.stderr else []
+                self.error = f"METEOR's aligner process failed (exit {code}): {' | '.join(tail)}"
+            self.next_child = self.n_blocks  # nothing more comes from it
+            self.done.notify_all()
+
+    def assist(self) -> None:
+        """Align blocks from the end until meeting the child (each claimed before its work)."""
+        from .meteor_align import Memo, statistics
+
+        memo = Memo()
+        self.writer.join()
+        with self.done:
+            self.assisting = True
+        try:
+            while True:
+                with self.done:
+                    k = self.claimed - 1
+                    if k <= self.next_child or self.error:
+                        return
+                    self.claimed = k
+                self._send(f"claim {k}\n".encode())
+                part = slice(k * BLOCK, (k + 1) * BLOCK)
+                stats = statistics(self.hypotheses[part], self.references[part], memo=memo)
+                with self.done:
+                    self.blocks.setdefault(k, stats)
+                    self.done.notify_all()
+        finally:
+            with self.done:
+                self.assisting = False
+                self.done.notify_all()
+
+    def result(self) -> list[str]:
+        with self.done:
+            while not self.error and len(self.blocks) < self.n_blocks:
+                if self.next_child >= self.n_blocks and not self.assisting:
+                    break  # the child is gone and no assist runs: what is missing is aligned below
+                self.done.wait()
+        if self.error and len(self.blocks) < self.n_blocks:
+            raise EvaluationError(self.error)
+        missing = [k for k in range(self.n_blocks) if k not in self.blocks]
+        if missing:  # claimed by an assist that was cut short
+            from .meteor_align import statistics
+
+            for k in missing:
+                part = slice(k * BLOCK, (k + 1) * BLOCK)
+                self.blocks[k] = statistics(self.hypotheses[part], self.references[part])
+        self.close()
+        return [line for k in range(self.n_blocks) for line in self.blocks[k]]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 class Meteor(Metric):
@@ -431,14 +525,18 @@ class Meteor(Metric):
     def session(cls):
         return one_jvm_set()
 
-    def start(self) -> None:
+    def start(self, pairs: int = 0) -> None:
         from .implementation import current
 
         # the paraphrase index loads while the captions are tokenized; the JVMs start once
         # the references they align are known (their table is cut to them)
         self.implementation = current()  # read here: compute() runs in a thread of its own
-        load_in_background()
         self.workers: list[MeteorProcess] = []
+        self._child: Optional[PythonAligner] = None
+        if self.implementation == JAVA:
+            load_in_background()
+        elif pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+            self._child = PythonAligner()  # loads its tables while the captions are tokenized
 
     def prepare(self, hypotheses, references) -> None:
         """The cached statistics, and JVMs started for the segments that are not cached."""
@@ -462,7 +560,12 @@ class Meteor(Metric):
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
         elif len(self._todo) >= CHILD_FROM and (os.cpu_count() or 1) > 1:
-            self._child = PythonAligner([hypotheses[i] for i in self._todo], [references[i] for i in self._todo])
+            if getattr(self, "_child", None) is None:
+                self._child = PythonAligner()
+            self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo])
+        elif getattr(self, "_child", None) is not None:
+            self._child.cancel()
+            self._child = None
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
@@ -488,6 +591,11 @@ class Meteor(Metric):
         self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
         del self._lines, self._todo, self._known
 
+    def assist(self) -> None:
+        child = getattr(self, "_child", None)
+        if child is not None and child.n_blocks:
+            child.assist()
+
     def scores(self, groups):
         result = {g: {"METEOR": float(meteor_score(aggregate_statistics(self.stats[idx]))[0]) if idx else 0.0}
                   for g, idx in groups.items()}
@@ -504,3 +612,6 @@ class Meteor(Metric):
     def close(self) -> None:
         release_processes(getattr(self, "workers", []))
         self.workers = []
+        child, self._child = getattr(self, "_child", None), None
+        if child is not None:
+            child.close()

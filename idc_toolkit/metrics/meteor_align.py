@@ -45,6 +45,8 @@ BEAM_SIZE = 40
 HALF_STAGES = (False, True, True, True)
 STAGES = 4
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+#: the layout of the phrase table's cached search arrays; bumped when the hash or the order changes
+_SEARCH_VERSION = 1
 
 ERROR_LINE = "Error: specify hypothesis and at least one reference"
 
@@ -157,13 +159,22 @@ class _PhraseTable:
     transducer compares word ids, so a collision costs time, never a wrong match."""
 
     def __init__(self) -> None:
+        from . import paraphrase
+
         index = res.paraphrase_index()
         self.index = index
         self.ids = {w: k for k, w in enumerate(index.words)}
-        self.longest = int(max(np.diff(index.first_start).max(initial=0), np.diff(index.second_start).max(initial=0)))
-        first = self._hashes(index.first, index.first_start[:-1], np.diff(index.first_start))
-        self.order = np.argsort(first).astype(np.int32)
-        self.sorted_first = first[self.order]
+        # hashing and sorting 5.27 M phrases took 0.5 s of every process: kept beside the index
+        search = paraphrase.derived_arrays(f"search-{_SEARCH_VERSION}", self._search) or self._search(index)
+        self.longest, self.order, self.sorted_first = int(search["longest"][0]), search["order"], search["sorted_first"]
+
+    @classmethod
+    def _search(cls, index) -> dict[str, np.ndarray]:
+        """The longest phrase's length and the entries sorted by their first phrase's hash."""
+        longest = max(np.diff(index.first_start).max(initial=0), np.diff(index.second_start).max(initial=0))
+        first = cls._hashes(index.first, index.first_start[:-1], np.diff(index.first_start))
+        order = np.argsort(first, kind="stable").astype(np.int32)
+        return {"longest": np.array([longest], dtype=np.int64), "order": order, "sorted_first": first[order]}
 
     @staticmethod
     def _hashes(ids: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -191,6 +202,8 @@ class _PhraseTable:
             ids.append(-1)
             owner.extend([s_k] * (sentence.n + 1))
             pos.extend(range(sentence.n + 1))
+        for sentence in sentences:
+            sentence.hits = []
         tokens = np.array(ids, dtype=np.int64)
         owner_a, pos_a = np.array(owner, dtype=np.int64), np.array(pos, dtype=np.int64)
         valid = tokens >= 0
@@ -420,7 +433,18 @@ def _line(stats: Sequence[int]) -> str:
     return " ".join(f"{v}.0" for v in stats)  # Java's Double.toString of a whole count
 
 
-def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], beam: int = BEAM_SIZE) -> list[str]:
+class Memo:
+    """What the blocks of one job share (its sentences and aligned pairs), so a job aligned block
+    by block does the work of one call; cleared past ``keep`` entries, so memory stays bounded."""
+
+    def __init__(self, keep: int = 200_000) -> None:
+        self.sentences: dict[tuple, _Sentence] = {}
+        self.rows: dict[tuple, list[int]] = {}
+        self.keep = keep
+
+
+def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], beam: int = BEAM_SIZE,
+               memo: Optional[Memo] = None) -> list[str]:
     """The jar's ``SCORE`` answer for each (hypothesis, references) segment, in order, as
     :meth:`.meteor.MeteorProcess.statistics` returns it. Text the jar would read as more than
     one line (a line break in a caption) is refused."""
@@ -435,8 +459,13 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
         if "\n" in line or "\r" in line:
             raise ValueError(f"a line break in {line[:80]!r}: METEOR would read it as two lines")
         parsed.append(parse_score_line(line))
+    table = _phrase_table()
+    memo = memo or Memo()
     with _CACHE_LOCK:
-        sentences: dict[tuple, _Sentence] = {}
+        if len(memo.sentences) > memo.keep or len(memo.rows) > memo.keep:
+            memo.sentences.clear()
+            memo.rows.clear()
+        batch: dict[tuple, _Sentence] = {}
         segments = []
         for item in parsed:
             if item is None:
@@ -445,31 +474,41 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
             test, refs = item
             words = [_words(t) for t in (test, *refs)]
             for w in words:
-                if w not in sentences:
-                    sentences[w] = _Sentence(w)
-            segments.append([sentences[w] for w in words])
-    _phrase_table().attach_hits(list(sentences.values()))
-    rows: list[list[int]] = []
-    spans = []
-    pairs: dict[tuple, int] = {}
-    for segment in segments:
-        if segment is None:
-            spans.append(None)
-            continue
-        hyp = segment[0]
-        begin = len(rows)
-        for ref in segment[1:]:
-            key = (hyp.words, ref.words)
-            at = pairs.get(key)
-            if at is None:
-                pairs[key] = len(rows)
-                rows.append(_align(hyp, ref, beam))
-            else:
-                rows.append(rows[at])
-        spans.append((begin, len(rows)))
+                if w not in batch:
+                    sentence = memo.sentences.get(w)
+                    if sentence is None:
+                        sentence = memo.sentences[w] = _Sentence(w)
+                    batch[w] = sentence
+            segments.append([batch[w] for w in words])
+        # a sentence's hits keep the entries whose second phrase lies in this batch: found again per call
+        table.attach_hits(list(batch.values()))
+        rows: list[list[int]] = []
+        spans = []
+        for segment in segments:
+            if segment is None:
+                spans.append(None)
+                continue
+            hyp = segment[0]
+            begin = len(rows)
+            for ref in segment[1:]:
+                key = (hyp.words, ref.words, beam)
+                row = memo.rows.get(key)
+                if row is None:
+                    row = memo.rows[key] = _align(hyp, ref, beam)
+                rows.append(row)
+            spans.append((begin, len(rows)))
     answers = _pick(rows, spans)
     by_line = dict(zip(distinct, answers))
     return [by_line[line] for line in lines]
+
+
+def warm() -> None:
+    """Load what an alignment reads (the phrase table's search arrays, WordNet's synsets, the
+    function words) before the first segment arrives."""
+    _phrase_table()
+    res.synonyms()
+    res.function_words()
+    res.nonbreaking_prefixes()
 
 
 def _pick(rows: list, spans: list) -> list[str]:

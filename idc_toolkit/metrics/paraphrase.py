@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -36,14 +37,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 #: the index's layout; bumped when :func:`build_index` writes another one
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: METEOR's ``-l en`` normalizer, keeping punctuation as ``-norm`` without ``-noPunct`` does
 NORMALIZER_ARGS = ["edu.cmu.meteor.util.Normalizer", "en", "true"]
 
@@ -83,16 +84,6 @@ class Coverage:
         return other.words <= self.words and other.pairs <= self.pairs
 
 
-def _index_file() -> Path:
-    from importlib import metadata
-
-    from ..cache import cache_dir
-
-    stat = table_path().stat()
-    key = f"{INDEX_VERSION} {metadata.version('pycocoevalcap')} {stat.st_size} {stat.st_mtime_ns}"
-    return cache_dir("meteor", f"paraphrase-en-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz")
-
-
 def build_index(table: Path) -> TableIndex:
     """Read METEOR's table (three lines per entry: probability, first phrase, second phrase;
     words split on single spaces, which is how ``java.util.StringTokenizer`` splits this
@@ -124,13 +115,18 @@ def build_index(table: Path) -> TableIndex:
     return TableIndex(words, ids[:split], starts[0], ids[split:], starts[1])
 
 
-def _lengths(starts: np.ndarray) -> np.ndarray:  # phrases are short: stored as lengths, half the file
-    lengths = np.diff(starts)
-    return lengths.astype(np.min_scalar_type(int(lengths.max(initial=0))))
+def _index_dir() -> Path:
+    from importlib import metadata
+
+    from ..cache import cache_dir
+
+    stat = table_path().stat()
+    key = f"{INDEX_VERSION} {metadata.version('pycocoevalcap')} {stat.st_size} {stat.st_mtime_ns}"
+    return cache_dir("meteor", f"paraphrase-en-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
 
 
-def _starts(lengths: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+#: the index's arrays, one ``.npy`` file each, memory-mapped: a process reads the pages it searches
+_ARRAYS = ("first", "first_start", "second", "second_start")
 
 
 _INDEX: list[Optional[TableIndex]] = []  # once tried, the answer for the process (None: the whole table)
@@ -148,35 +144,74 @@ def table_index() -> Optional[TableIndex]:
         return _INDEX[0]
 
 
+def _read(folder: Path) -> TableIndex:
+    words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")
+    return TableIndex(words, *(np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS))
+
+
 def _read_or_build() -> Optional[TableIndex]:
-    path = _index_file()
-    if path.is_file():
+    folder = _index_dir()
+    if (folder / "words.txt").is_file():
         try:
-            with np.load(path) as z:
-                return TableIndex(bytes(z["words"]).decode().split("\n"), z["first"], _starts(z["first_length"]),
-                                  z["second"], _starts(z["second_length"]))
-        except (OSError, ValueError, KeyError):
-            pass  # a damaged file: built again below
+            return _read(folder)
+        except (OSError, ValueError):
+            pass  # a damaged folder: built again below, beside it
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".building-"))
     except OSError:
         return None
     try:
         index = build_index(table_path())
     except ValueError:
-        os.close(fd)
-        os.unlink(tmp)  # the empty temporary file made just above, nothing else
+        tmp.rmdir()  # the empty folder made just above, nothing else
         return None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, words=np.frombuffer("\n".join(index.words).encode(), dtype=np.uint8),
-                     first=index.first, first_length=_lengths(index.first_start), second=index.second,
-                     second_length=_lengths(index.second_start))
-        os.replace(tmp, path)
-    except OSError:  # a full disk: this process uses the index it built, the next builds it again
-        Path(tmp).unlink(missing_ok=True)  # our partial temporary file, never the index itself
+        for name in _ARRAYS:
+            array = getattr(index, name)
+            np.save(tmp / f"{name}.npy", array.astype(np.int32) if name.endswith("_start") else array)
+        (tmp / "words.txt").write_text("\n".join(index.words), encoding="utf-8")  # last: it marks the folder complete
+        if (folder / "words.txt").is_file():
+            raise FileExistsError(folder)  # another process finished first: its folder serves
+        if folder.exists():
+            os.replace(folder, tmp.with_name(tmp.name + "-damaged"))
+        os.replace(tmp, folder)
+        return _read(folder)
+    except OSError:  # a full disk or a race lost: this process uses the index it built
+        for f in tmp.glob("*"):
+            f.unlink()  # our own temporary files, never the index itself
+        tmp.rmdir()
     return index
+
+
+def derived_arrays(name: str, build: Callable[[TableIndex], dict[str, np.ndarray]]) -> Optional[dict[str, np.ndarray]]:
+    """Arrays computed from the index once per machine and kept beside it, memory-mapped
+    (METEOR's search order of the first phrases); ``None`` where the index is not cached."""
+    index = table_index()
+    if index is None:
+        return None
+    folder = _index_dir()
+    try:
+        done = folder / f"{name}.json"
+        if done.is_file():
+            keys = json.loads(done.read_text())
+            return {k: np.load(folder / f"{name}.{k}.npy", mmap_mode="r") for k in keys}
+    except (OSError, ValueError):
+        pass  # damaged: computed again below
+    arrays = build(index)
+    try:
+        for key, array in arrays.items():
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.{key}-", suffix=".npy")
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, array)
+            os.replace(tmp, folder / f"{name}.{key}.npy")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(sorted(arrays), fh)
+        os.replace(tmp, folder / f"{name}.json")  # last: it marks the arrays complete
+    except OSError:
+        pass  # a full or read-only cache: this process keeps what it computed
+    return arrays
 
 
 def whole_table_asked() -> bool:
@@ -189,7 +224,7 @@ def index_missing() -> bool:
     if whole_table_asked() or _INDEX:
         return False
     try:
-        return not _index_file().is_file()
+        return not (_index_dir() / "words.txt").is_file()
     except OSError:  # no table: METEOR reports it when it starts
         return False
 

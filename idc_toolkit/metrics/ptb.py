@@ -434,27 +434,32 @@ _BLANK_RUN_END = re.compile("[ \t\n\r\x0c]")
 
 
 class _Rule:
-    __slots__ = ("index", "name", "first", "pats", "split", "fixed", "text", "full", "run_end", "needs")
+    __slots__ = ("index", "name", "first", "pats", "split", "fixed", "text", "full", "run_end", "needs", "spec")
 
     def __init__(self, index, name, first, alts, trail, text, run):
         self.index = index
         self.name = name
         self.first = re.compile(_FIRST[first] if first in _FIRST else "[" + first + "]")
-        self.pats = [re.compile(a).match for a in alts]
         self.fixed = trail if isinstance(trail, int) else 0
-        self.split = re.compile(trail).fullmatch if isinstance(trail, str) else None
         self.text = text
+        self.needs = frozenset(_NEEDS[name]) if name in _NEEDS else None
+        self.spec = (alts, trail, run)
+        self.pats = None  # compiled at the rule's first try (:meth:`compile`): most lines need few rules
+
+    def compile(self) -> None:
+        alts, trail, run = self.spec
+        self.split = re.compile(trail).fullmatch if isinstance(trail, str) else None
         # rules whose greedy first match may not be the longest: every end up to the end of the
         # run of characters the rule can hold is tried, longest first
         self.full = [re.compile(a).fullmatch for a in alts] if run else None
         self.run_end = re.compile(run).search if run else None
-        self.needs = frozenset(_NEEDS[name]) if name in _NEEDS else None
+        self.pats = [re.compile(a).match for a in alts]
 
 
 @lru_cache(maxsize=None)
 def compiled_rules() -> list[_Rule]:
-    """The grammar's rules, compiled at first need: a fresh process whose lines all take the
-    shortcut saves their regular expressions' compilation (0.2-0.4 s)."""
+    """The grammar's rules, made at first need, each compiling its expressions at its first try:
+    a fresh process compiles only the rules its lines reach."""
     return [_Rule(k, *spec) for k, spec in enumerate(_rules())]
 
 
@@ -512,6 +517,8 @@ def _lex_line(text: str, i: int, toks: list) -> tuple:
                     present = frozenset(text[i:n if stop is None else stop.start()])
                 if rule.needs.isdisjoint(present):
                     continue
+            if rule.pats is None:
+                rule.compile()
             end = i
             for match in rule.pats:
                 m = match(text, i)
