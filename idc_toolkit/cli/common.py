@@ -68,6 +68,15 @@ def add_engine_options(p) -> None:
     add_options(p, EngineArgs, cli_fields(EngineArgs))
 
 
+def add_run_options(p, options_cls: type) -> None:
+    """The options of a :class:`~idc_toolkit.runs.args.RunArgs` class, the engine's last."""
+    from ..options import add_options, cli_fields
+    from ..runs import EngineArgs
+
+    engine = cli_fields(EngineArgs)
+    add_options(p, options_cls, [name for name in cli_fields(options_cls) if name not in engine] + engine)
+
+
 def engine_args(args: argparse.Namespace):
     """The :class:`~idc_toolkit.runs.EngineArgs` :func:`add_engine_options`' flags give."""
     from ..options import from_namespace

@@ -12,34 +12,21 @@ import sys
 from . import common
 
 
-def _add_run_options(p) -> None:
-    p.add_argument("--dataset", required=True, help="a folder written by idc-build, or a Hub dataset id" + common.STORE_DATASET)
-    p.add_argument("--out", required=True, help="output folder (resumable; shared by --shard jobs)" + common.STORE_OUT)
-    p.add_argument("--overwrite", action="store_true", help="replace --out when it holds a run with other settings")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present) | cpu | cuda[:N]")
-    p.add_argument("--rows-per-part", type=int, default=500, help="rows per part (the resume and sharding unit)")
-    common.add_engine_options(p)
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-
-
 def make_parser():
-    from ..masks.params import CLI_PARAMS, MaskParams
+    from ..entities.params import EntitiesArgs, EntityParams
+    from ..masks.params import CLI_PARAMS, MaskParams, MasksArgs
     from ..options import add_options, cli_fields
 
     p = common.parser("idc-precompute", "Add change masks or change entities to a dataset in the idc-toolkit schema.")
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("masks", help="change_mask, change_boxes, mask_source", formatter_class=common.HelpFormatter,
                        description="Change masks: diff clusters, optionally refined by Segment Anything.")
-    _add_run_options(m)
-    m.add_argument("--sam-checkpoint", help="Segment Anything checkpoint; without it, the diff clusters' regions")
-    m.add_argument("--sam-type", default="vit_h", help="vit_h | vit_l | vit_b | tiny")
-    add_options(m, MaskParams, CLI_PARAMS)  # flag, default, check and help from each field
+    common.add_run_options(m, MasksArgs)  # flag, default, check and help from each field
+    add_options(m, MaskParams, CLI_PARAMS)
 
     e = sub.add_parser("entities", help="entities, entity_scores, gt_entities", formatter_class=common.HelpFormatter,
                        description="Change entities: spaCy phrases retrieved from the images with open_clip.")
-    _add_run_options(e)
-    from ..entities.params import EntityParams
-
+    common.add_run_options(e, EntitiesArgs)
     add_options(e, EntityParams, cli_fields(EntityParams))
     return p
 
@@ -49,21 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     common.setup_logging(args)
 
     def work() -> int:
-        run = {"progress": not args.no_progress, "overwrite": args.overwrite, "device": args.device,
-               "rows_per_part": args.rows_per_part, "engine": common.engine_args(args)}
         from ..options import from_namespace
 
         if args.what == "masks":
-            from ..masks import MaskParams, add_change_masks
-            from ..masks.params import CLI_PARAMS
+            from ..masks import add_change_masks
+            from ..masks.params import CLI_PARAMS, MaskParams, MasksArgs
 
-            params = from_namespace(MaskParams, args, CLI_PARAMS)
-            result = add_change_masks(args.dataset, args.out, params, args.sam_checkpoint, args.sam_type, **run)
+            result = add_change_masks(params=from_namespace(MaskParams, args, CLI_PARAMS), args=from_namespace(MasksArgs, args))
         else:
-            from ..entities import EntityParams, add_change_entities
+            from ..entities import add_change_entities
+            from ..entities.params import EntitiesArgs, EntityParams
 
-            params = from_namespace(EntityParams, args)
-            result = add_change_entities(args.dataset, args.out, params, **run)
+            result = add_change_entities(params=from_namespace(EntityParams, args), args=from_namespace(EntitiesArgs, args))
         return report(result, args.out)
 
     return common.run("idc-precompute", work)

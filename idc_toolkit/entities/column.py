@@ -19,11 +19,14 @@ from ..errors import IDCError
 from ..stores import input_folder
 from ..masks.diff import compute_change_mask
 from ..masks.params import MaskParams
-from ..runs import ColumnPass, EngineArgs, PassResult, path_content, run_column_pass
+from ..options import with_fields
+from ..runs import ColumnPass, PassResult, path_content, run_column_pass
+from ..runs.columns import inputs, run_args, taken
+from ..runs.fingerprint import recorded
 from ..runs.rows import decode_image, iter_rows, open_split
 from ..schema import ENTITY_FEATURES, RDD_FEATURES
 from .phrases import build_vocabulary, extract_phrases, load_spacy, rdd_texts
-from .params import EntityParams
+from .params import EntitiesArgs, EntityParams
 from .retrieval import ClipScorer, soft_masked, retrieve, vocabulary_json
 
 log = logging.getLogger(__name__)
@@ -96,20 +99,23 @@ class EntityColumns:
         return out
 
 
-def add_change_entities(dataset: Path | str, out: Path | str, params: Optional[EntityParams] = None, *,
-                        mask_params: MaskParams = MaskParams(), device: str = "auto", progress: bool = True,
-                        overwrite: bool = False, rows_per_part: int = 500, engine: Optional[EngineArgs] = None,
+def add_change_entities(dataset: Optional[Path | str] = None, out: Optional[Path | str] = None,
+                        params: Optional[EntityParams] = None, args: Optional[EntitiesArgs] = None,
                         **fields: Any) -> PassResult:
-    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``;
-    ``params`` is an :class:`~.params.EntityParams` (or ``fields`` make one).
+    """Add ``entities``, ``entity_scores`` and ``gt_entities`` to every split of ``dataset``.
+    ``params``: the method's :class:`~.params.EntityParams`; ``args``: the run's
+    :class:`~.params.EntitiesArgs` (``dataset`` and ``out`` are its fields too). ``fields`` set
+    either's fields by name (``clip_model=``, ``mask_params=``, ``device=``, ``rows_per_part=``, ...;
+    ``engine=`` also takes an :class:`~idc_toolkit.runs.EngineArgs`).
 
     Defaults follow the papers: 3 entities (CHEER uses 3), CHEER's signed score, CLIP ViT-L/14
     (pass its weights as ``clip_checkpoint``). Without weights the retrieved entities would be
     meaningless: that is refused unless ``random_weights`` says it is meant (tests, the demo)."""
-    p = params if params is not None else EntityParams(**fields)
+    p = with_fields(EntityParams, params, **taken(fields, EntityParams))
+    a = run_args(EntitiesArgs, args, **fields, **inputs(dataset, out))
     clip_model, clip_checkpoint, clip_config = p.clip_model, p.clip_checkpoint, p.clip_config
     strategy, phrases, top_k, cheer_score = p.strategy, p.phrases, p.top_k, p.cheer_score
-    min_count, vocab_split, spacy_model = p.min_count, p.vocab_split, p.spacy_model
+    min_count, vocab_split, spacy_model, mask_params = p.min_count, p.vocab_split, p.spacy_model, p.mask_params
     if clip_checkpoint and not Path(clip_checkpoint).is_file():
         raise IDCError(f"CLIP checkpoint not found: {clip_checkpoint}")
     if clip_checkpoint is None and not p.random_weights:
@@ -118,7 +124,7 @@ def add_change_entities(dataset: Path | str, out: Path | str, params: Optional[E
     from ..devices import resolve_device
 
     nlp = load_spacy(spacy_model)
-    dataset = input_folder(str(dataset), IDCError, progress)  # a store's dataset: its local copy
+    dataset = input_folder(str(a.dataset), IDCError, a.progress)  # a store's dataset: its local copy
     vocab = build_vocabulary(nlp, split_captions(dataset, vocab_split), phrases, min_count)
     if not vocab:
         raise IDCError(f"no phrase found in the {vocab_split!r} captions with --phrases {phrases}")
@@ -127,13 +133,12 @@ def add_change_entities(dataset: Path | str, out: Path | str, params: Optional[E
         log.warning("no --clip-checkpoint: open_clip runs with random weights; entities will be meaningless")
     meta = {"phrase_strategy": phrases, "spacy_model": nlp.meta.get("idc_loaded_as", spacy_model),
             "spacy_version": nlp.meta.get("version"), "split": vocab_split, "min_count": min_count}
-    run_params = {"strategy": strategy, "phrases": phrases, "top_k": top_k,
-              "cheer_score": cheer_score if strategy == "cheer" else None, "min_count": min_count, "vocab_split": vocab_split,
-              "clip_model": clip_model, "clip_checkpoint": Path(clip_checkpoint).name if clip_checkpoint else None,
-              "clip_checkpoint_sha256": path_content(clip_checkpoint), "clip_config": path_content(clip_config),
-              "clip_random_weights": clip_checkpoint is None, "vocabulary_size": len(vocab),
-              "spacy_model": meta["spacy_model"], "spacy_version": meta["spacy_version"],
-              "mask_params": mask_params.to_dict() if strategy == "davir" else None}
+    # the card's parameters; the run's fingerprint adds recorded(a) beneath them
+    chosen = recorded(p)
+    run_params = {**chosen, "cheer_score": cheer_score if strategy == "cheer" else None,
+                  "clip_checkpoint_sha256": path_content(clip_checkpoint), "clip_random_weights": clip_checkpoint is None,
+                  "vocabulary_size": len(vocab), "spacy_model": meta["spacy_model"], "spacy_version": meta["spacy_version"],
+                  "mask_params": chosen["mask_params"] if strategy == "davir" else None}
     section = pass_section(
         "Change entities (idc-precompute entities)",
         [
@@ -160,6 +165,4 @@ def add_change_entities(dataset: Path | str, out: Path | str, params: Optional[E
     features = {**ENTITY_FEATURES, **RDD_FEATURES} if phrases == "rdd" else ENTITY_FEATURES
     spec = ColumnPass("entities", compute, features, run_params, section, {"entities_vocab.json": vocabulary_json(vocab, meta)},
                       {"entities_strategy": strategy, "entities_phrases": phrases})
-    engine = engine or EngineArgs()
-    return run_column_pass(dataset, out, spec, engine=engine, device=resolve_device(device) if engine.engine == "local" else device,
-                           overwrite=overwrite, progress=progress, rows_per_part=rows_per_part)
+    return run_column_pass(dataset, a.out, spec, a, device=resolve_device(a.device) if a.engine == "local" else a.device)

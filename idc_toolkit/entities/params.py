@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import checks
-from ..options import check_fields, option
+from ..masks.params import MaskParams, file_name
+from ..options import check_fields, option, python_only
+from ..runs.args import RunArgs
 from .phrases import DEFAULT_SPACY, PHRASE_STRATEGIES
 from .retrieval import CHEER_SCORES, RETRIEVAL_STRATEGIES
 
@@ -20,9 +22,13 @@ class EntityParams:
     """How change entities are extracted and retrieved; the defaults follow the papers."""
 
     clip_model: str = option(DEFAULT_CLIP, "open_clip model name (the papers' CLIP ViT-L/14)")
-    clip_checkpoint: Optional[str] = option(None, "open_clip weights file (required unless --random-weights)")
-    random_weights: bool = option(False, "run CLIP with random weights (meaningless entities: tests and pipeline checks only)")
-    clip_config: Optional[str] = option(None, "an open_clip model config JSON to register (custom architectures)")
+    # recorded by name; the run records the weights' content hash beside it, and whether there are none
+    clip_checkpoint: Optional[str] = option(None, "open_clip weights file (required unless --random-weights)",
+                                            record=file_name)
+    random_weights: bool = option(False, "run CLIP with random weights (meaningless entities: tests and pipeline checks only)",
+                                  record=False)
+    clip_config: Optional[str] = option(None, "an open_clip model config JSON to register (custom architectures)",
+                                        record="content")
     strategy: str = option("davir", "retrieval strategy", choices=RETRIEVAL_STRATEGIES)
     phrases: str = option("davir", "phrase extraction strategy", choices=PHRASE_STRATEGIES)
     top_k: int = option(3, "entities kept per pair (CHEER uses 3)", check=checks.positive_int)
@@ -31,6 +37,13 @@ class EntityParams:
     min_count: int = option(1, "vocabulary phrases seen fewer times are dropped", check=checks.positive_int)
     vocab_split: str = option("train", "split whose captions form the vocabulary")
     spacy_model: str = option(DEFAULT_SPACY, "spaCy pipeline with a parser")
+    mask_params: MaskParams = python_only("with --strategy davir: the diff pipeline's parameters for pairs without a "
+                                          "change_mask column", MaskParams)
 
     def __post_init__(self) -> None:
         check_fields(self)  # ranges and the strategies' choices
+
+
+@dataclass(kw_only=True)
+class EntitiesArgs(RunArgs):
+    """``idc-precompute entities``' run options (the method's are :class:`EntityParams`)."""

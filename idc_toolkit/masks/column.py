@@ -15,11 +15,14 @@ import numpy as np
 from PIL import Image
 
 from ..cards import pass_section
-from ..runs import ColumnPass, EngineArgs, PassResult, path_content, run_column_pass
+from ..options import with_fields
+from ..runs import ColumnPass, PassResult, path_content, run_column_pass
+from ..runs.columns import inputs, run_args, taken
+from ..runs.fingerprint import recorded
 from ..runs.rows import decode_image
 from ..schema import MASK_FEATURES
 from .diff import compute_change_mask
-from .params import PIPELINE_REVISION, MaskParams
+from .params import PIPELINE_REVISION, MaskParams, MasksArgs, file_name
 
 
 def _png(mask: np.ndarray) -> bytes:
@@ -54,22 +57,18 @@ class MaskColumns:
         return out
 
 
-def add_change_masks(
-    dataset: Path | str,
-    out: Path | str,
-    params: MaskParams = MaskParams(),
-    sam_checkpoint: Optional[str] = None,
-    sam_type: str = "vit_h",
-    device: str = "auto",
-    progress: bool = True,
-    overwrite: bool = False,
-    rows_per_part: int = 500,
-    engine: Optional[EngineArgs] = None,
-) -> PassResult:
-    """Add ``change_mask``, ``change_boxes`` and ``mask_source`` to every split of ``dataset``;
-    ``engine``: which block of rows this job writes (``--shard``) and with which engine."""
+def add_change_masks(dataset: Optional[Path | str] = None, out: Optional[Path | str] = None,
+                     params: Optional[MaskParams] = None, args: Optional[MasksArgs] = None, **fields: Any) -> PassResult:
+    """Add ``change_mask``, ``change_boxes`` and ``mask_source`` to every split of ``dataset``.
+    ``params``: the diff pipeline's :class:`~.params.MaskParams`; ``args``: the run's
+    :class:`~.params.MasksArgs` (``dataset`` and ``out`` are its fields too). ``fields`` set
+    either's fields by name (``delta=``, ``sam_checkpoint=``, ``rows_per_part=``, ``shard=``, ...;
+    ``engine=`` also takes an :class:`~idc_toolkit.runs.EngineArgs`)."""
     from ..devices import resolve_device
 
+    params = with_fields(MaskParams, params, **taken(fields, MaskParams))
+    a = run_args(MasksArgs, args, **fields, **inputs(dataset, out))
+    sam_checkpoint, sam_type = a.sam_checkpoint, a.sam_type
     if sam_checkpoint:
         from .sam import check_sam_arguments
 
@@ -82,9 +81,9 @@ def add_change_masks(
     else:
         how = ("No Segment Anything checkpoint was given: every mask is the union of the diff clusters' regions "
                "(`mask_source = diff`).")
-    run_params = {**params.to_dict(), "pipeline_revision": PIPELINE_REVISION, "sam_type": sam_type if sam_checkpoint else None,
-                  "sam_checkpoint": Path(sam_checkpoint).name if sam_checkpoint else None,
-                  "sam_checkpoint_sha256": path_content(sam_checkpoint)}
+    # the card's parameters; the run's fingerprint adds recorded(a) beneath them
+    run_params = {**recorded(params), "pipeline_revision": PIPELINE_REVISION, "sam_type": sam_type if sam_checkpoint else None,
+                  "sam_checkpoint": file_name(sam_checkpoint), "sam_checkpoint_sha256": path_content(sam_checkpoint)}
     section = pass_section(
         "Change masks (idc-precompute masks)",
         [
@@ -116,10 +115,9 @@ def add_change_masks(
         ],
         run_params,
     )
-    engine = engine or EngineArgs()
-    if engine.engine == "local":  # under Ray, ray_placement turns the device asked for into the actors' placement
+    device = a.device
+    if a.engine == "local":  # under Ray, ray_placement turns the device asked for into the actors' placement
         # diff-only masks run on the CPU whatever the device: no torch to import
         device = resolve_device(device) if sam_checkpoint else "cpu"
     spec = ColumnPass("masks", MaskColumns(params, sam_checkpoint, sam_type), MASK_FEATURES, run_params, section)
-    return run_column_pass(dataset, out, spec, engine=engine, device=device, overwrite=overwrite, progress=progress,
-                           rows_per_part=rows_per_part)
+    return run_column_pass(a.dataset, a.out, spec, a, device=device)

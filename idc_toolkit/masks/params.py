@@ -4,9 +4,12 @@ check and help (the command line, the card and the docs' table are derived from 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
 
 from .. import checks
 from ..options import check_fields, option
+from ..runs.args import RunArgs
 
 
 #: the pipeline's revision: bumped whenever the same :class:`MaskParams` give other masks (2:
@@ -73,3 +76,19 @@ class MaskParams:
 
 #: what the command line takes: DAVIR's knobs (resize, delta, eps, min_samples, tau) and four more
 CLI_PARAMS = ("resize", "delta", "eps", "min_samples", "tau", "noise_k", "max_shift", "keep_unmatched", "fill_holes")
+
+
+def file_name(path: Optional[str]) -> Optional[str]:
+    """How a model file is recorded beside its content hash: by its name, never the user's path."""
+    return Path(path).name if path else None
+
+
+@dataclass(kw_only=True)
+class MasksArgs(RunArgs):
+    """``idc-precompute masks``' run options: the shared ones and the Segment Anything model (the
+    diff pipeline's are :class:`MaskParams`)."""
+
+    # recorded by name; the run records the checkpoint's content hash beside it
+    sam_checkpoint: Optional[str] = option(None, "Segment Anything checkpoint; without it, the diff clusters' regions",
+                                           record=file_name)
+    sam_type: str = option("vit_h", "vit_h | vit_l | vit_b | tiny")

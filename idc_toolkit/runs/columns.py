@@ -9,22 +9,46 @@ chosen engine and, when the last part is written, assembles the folder and its c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, TypeVar
 
 from .. import __version__
 from ..errors import RunError
 from ..stores import input_folder, output_folder
 from ..schema import add_columns, validate_features
-from .args import EngineArgs
+from ..options import with_fields
+from .args import EngineArgs, RunArgs
 from .engine import PartOutput, run_job
+from .fingerprint import recorded
 from .folder import RunFolder
 from .ranks import barrier
 from .parquet import DEFAULT_MAX_SHARD_BYTES, assemble
 from .rows import RowSource, open_split
 
-DEFAULT_ROWS_PER_PART = 500
+A = TypeVar("A", bound=RunArgs)
+
+
+def run_args(options_cls: type[A], args: Optional[A] = None, **fields_: Any) -> A:
+    """:func:`~idc_toolkit.options.with_fields` for a :class:`RunArgs` class; ``engine=`` may
+    also be an :class:`EngineArgs`, as these functions took it before (its fields are used)."""
+    engine = fields_.get("engine")
+    if engine is None or isinstance(engine, EngineArgs):
+        fields_.pop("engine", None)
+        if engine is not None:
+            fields_ = {**{f.name: getattr(engine, f.name) for f in fields(EngineArgs)}, **fields_}
+    return with_fields(options_cls, args, **fields_)
+
+
+def inputs(dataset: Any, out: Any) -> dict[str, Any]:
+    """A pass's positional ``dataset`` and ``out``, as fields of its options where given."""
+    return {name: value for name, value in (("dataset", dataset), ("out", out)) if value is not None}
+
+
+def taken(fields_: dict[str, Any], options_cls: type) -> dict[str, Any]:
+    """The entries of ``fields_`` that name a field of ``options_cls``, removed from it."""
+    names = {f.name for f in fields(options_cls)}
+    return {name: fields_.pop(name) for name in list(fields_) if name in names}
 
 
 @dataclass
@@ -98,11 +122,15 @@ class ColumnPass:
     facts: Mapping[str, Any] = field(default_factory=dict)
 
 
-def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, *, splits: Optional[list[str]] = None,
-                    engine: Optional[EngineArgs] = None, device: str = "cpu", overwrite: bool = False, progress: bool = True,
-                    rows_per_part: int = DEFAULT_ROWS_PER_PART, batch_size: int = 16,
-                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> PassResult:
-    """Add ``spec``'s new columns to every split (or ``splits``) of ``dataset`` into ``out``."""
+def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, args: Optional[RunArgs] = None, *,
+                    splits: Optional[list[str]] = None, device: str = "cpu", batch_size: int = 16,
+                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, **fields_: Any) -> PassResult:
+    """Add ``spec``'s new columns to every split (or ``splits``) of ``dataset`` into ``out``.
+    ``args``: the run's options, a :class:`RunArgs` (or ``fields_`` make one: ``overwrite=``,
+    ``progress=``, ``rows_per_part=``, ``shard=``, ``engine=``, ...), whose recorded fields join
+    the run's fingerprint; ``device``: where this process computes, already resolved."""
+    a = run_args(RunArgs, args, dataset=dataset, out=out, **fields_)
+    overwrite, progress, rows_per_part = a.overwrite, a.progress, a.rows_per_part
     src, out = input_folder(str(dataset), RunError, progress), output_folder(out, RunError)
     if Path(src).exists() and Path(src).resolve() == out.resolve():
         raise RunError("--out must differ from --dataset (the source is read while the new folder is written)")
@@ -116,14 +144,15 @@ def run_column_pass(dataset: str | Path, out: str | Path, spec: ColumnPass, *, s
         sources[split], fingerprints[split] = rows, fp
         features = features or split_features
     out_features = add_columns(features, spec.new_features)
-    fields = {"input": fingerprints, **spec.params, "rows_per_part": rows_per_part, "max_shard_bytes": max_shard_bytes,
-              "toolkit": __version__}
+    # spec.params last: a pass may record an option its own way (a model type only with its checkpoint)
+    run_fields = {"input": fingerprints, **recorded(a), **spec.params, "max_shard_bytes": max_shard_bytes,
+                  "toolkit": __version__}
     owned = ("data", "README.md", "croissant.json", "build_report.json", *spec.extra_files)
-    folder = RunFolder(out, spec.kind, fields, owned=owned, progress=progress).open(overwrite)
+    folder = RunFolder(out, spec.kind, run_fields, owned=owned, progress=progress).open(overwrite)
     if folder.complete:
         return PassResult(out, 0, 0, complete=True, already_done=True)
     outcome = run_job(folder, sources, ColumnTask(spec.compute, out_features, batch_size), rows_per_part=rows_per_part,
-                      engine=engine, device=device, progress=progress, desc=spec.kind)
+                      engine=a, device=device, progress=progress, desc=spec.kind)
     if outcome.complete and outcome.is_main:
         def stage(final: Path) -> None:
             from ..cards import write_pass_card
