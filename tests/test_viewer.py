@@ -324,6 +324,8 @@ def test_view_and_figure_take_their_options_as_one_dataclass_or_field_by_field(s
     for name in ("site.js", "pairs.js"):
         assert (tmp_path / "a" / "assets" / name).read_bytes() == (tmp_path / "b" / "assets" / name).read_bytes()
     assert write_site(args=args, out=tmp_path / "a").already_written and by_fields.n_pairs == by_object.n_pairs
+    with pytest.raises(IDCError, match="name the site's folder"):
+        write_site(args=ViewArgs(evaluations=evals[:1]))
     result = write_figure(args=FigureArgs(dataset=str(site["dataset"]), out=tmp_path / "fig", dpi=40, width=4),
                           pairs=site["ids"][:1])
     assert result.pairs == tuple(site["ids"][:1]) and result.png.is_file()

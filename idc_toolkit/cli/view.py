@@ -13,14 +13,14 @@ from . import common
 def make_parser():
     p = common.parser("idc-view", "Write a static, self-contained site to browse a dataset's pairs and evaluation runs "
                                   "(open OUT/index.html; no server, no network). `idc-view figure --help`: paper figures.")
-    add_options(p, ViewArgs, cli_fields(ViewArgs))
+    add_options(p, ViewArgs, cli_fields(ViewArgs), required=("out",))
     return p
 
 
 def make_figure_parser():
     p = common.parser("idc-view figure", "A qualitative-examples panel (PDF + PNG + LaTeX snippet) in the layout of the "
                                          "papers' figures: before/after, references, each system's caption with its CIDEr.")
-    add_options(p, FigureArgs, cli_fields(FigureArgs))
+    add_options(p, FigureArgs, cli_fields(FigureArgs), required=("out",))
     return p
 
 

@@ -1,29 +1,19 @@
 """What ``idc-view`` and ``idc-view figure`` are given: one dataclass per command, which is its
 command line (options, defaults, checks and help derived from the fields) and the argument of
-:func:`~.site.write_site` / :func:`~.figure.write_figure`."""
+:func:`~.site.write_site` / :func:`~.figure.write_figure`. ``out`` is required on the command line;
+in Python it may be given beside the options instead (``write_site(out, args)``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Optional, Union
 
 from ..checks import at_most, positive_float, positive_int
 from ..options import check_fields, option, python_only, required
 
 #: the finest PNG resolution a figure is drawn at (print needs 300-600)
 MAX_DPI = 1200
-
-Options = TypeVar("Options")
-
-
-def resolve_args(options_cls: type[Options], args: Optional[Options], fields: dict[str, Any]) -> Options:
-    """The options of a call ``fn(inputs..., args=None, **fields)``: ``args`` with ``fields``
-    replacing its values, or ``options_cls(**fields)``; checked either way."""
-    if args is None:
-        return options_cls(**fields)
-    return replace(args, **fields) if fields else args
-
 
 def pair_ids(flag: str, value: Any) -> list[str]:
     """``"a, b"`` (the command line's) -> ``["a", "b"]``; a list of ids is taken as it is."""
@@ -50,7 +40,7 @@ class ViewArgs:
                                                      "scores and tables", flag="--eval", metavar="FOLDER", repeat=True)
     leaderboard: Optional[Union[str, Path]] = option(None, "an `idc-eval leaderboard --out` folder: its table heads the page",
                                                      metavar="FOLDER")
-    out: Union[str, Path] = required("site folder (index.html, assets/, img/)", record=False)
+    out: Optional[Union[str, Path]] = option(None, "site folder (index.html, assets/, img/)", record=False)
     overwrite: bool = option(False, "replace a site of ours written with other settings", record=False)
     image_size: int = option(320, "longest side of the pictures, pixels", check=positive_int)
     limit: Optional[int] = option(None, "the first N pairs of each split only", check=positive_int)
@@ -71,7 +61,7 @@ class FigureArgs:
     split: Optional[str] = option(None, "default: the evaluations' split, else test")
     evaluations: list[Union[str, Path]] = option((), "an idc-eval output folder whose captions and per-pair CIDEr to print "
                                                      "(repeatable)", flag="--eval", metavar="FOLDER", repeat=True)
-    out: Union[str, Path] = required("folder for figure.pdf, figure.png, figure.tex", record=False)
+    out: Optional[Union[str, Path]] = option(None, "folder for figure.pdf, figure.png, figure.tex", record=False)
     width: float = option(7.0, "figure width in inches (the PNG is width x dpi pixels wide)", check=positive_float)
     dpi: int = option(200, f"PNG resolution (at most {MAX_DPI})", check=at_most(MAX_DPI, positive_int))
     mask: bool = option(True, "do not outline change_mask on the after image")

@@ -20,7 +20,8 @@ from typing import Any, Optional
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
-from .args import MAX_DPI, FigureArgs, resolve_args
+from ..options import with_fields
+from .args import MAX_DPI, FigureArgs
 from .sources import check_card, read_evaluation, unique_names
 
 #: what a finished figure folder holds (the only names --overwrite removes)
@@ -96,7 +97,9 @@ def write_figure(out: Optional[Path | str] = None, args: Optional[FigureArgs] = 
 
     from ..presentation import DEFAULT_PRESENTATION, get_presentation
 
-    a = resolve_args(FigureArgs, args, {**fields, **({} if out is None else {"out": out})})
+    a = with_fields(FigureArgs, args, **fields, **({} if out is None else {"out": out}))
+    if a.out is None:
+        raise IDCError("name the figure's folder: out=")
     presentation, mask, wrap = a.presentation, a.mask, a.wrap
     composed = get_presentation(presentation) if presentation is not None else None  # an unknown name: before any work
     if composed is not None and composed.name == DEFAULT_PRESENTATION:

@@ -21,11 +21,12 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
-from .args import ViewArgs, resolve_args
+from ..options import with_fields
+from .args import ViewArgs
 from .sources import Evaluation, check_card, read_evaluation, unique_names
 
 #: what a finished site holds (the only names --overwrite removes)
@@ -57,7 +58,9 @@ def write_site(out: Optional[Path | str] = None, args: Optional[ViewArgs] = None
     from ..runs import RunFolder
     from .sources import read_leaderboard
 
-    a = resolve_args(ViewArgs, args, {**fields, **({} if out is None else {"out": out})})
+    a = with_fields(ViewArgs, args, **fields, **({} if out is None else {"out": out}))
+    if a.out is None:
+        raise IDCError("name the site's folder: out=")
     if a.dataset is None and not a.evaluations and a.leaderboard is None:
         raise IDCError("nothing to show: pass --dataset, one or more --eval folders, a --leaderboard, or several")
     board = None if a.leaderboard is None else read_leaderboard(a.leaderboard)
