@@ -13,32 +13,50 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
+from .. import checks
+from ..options import add_options, check_fields, cli_fields, from_namespace, option
 from . import common
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass(kw_only=True)
+class DemoArgs:
+    """``idc-demo``'s options."""
+
+    out: str = option("idc_demo", "working folder")
+    n_per_type: int = option(100, "scene ids per change type (each gives a change and a no-change pair; split 60/20/20)",
+                             check=checks.positive_int)
+    seed: int = option(0, "seed of the procedural generator", check=checks.seed)
+    evaluate: bool = option(True, "stop after building the dataset", flag="--no-eval")
+    clip_model: Optional[str] = option(None, "open_clip model for the entities step (default: a tiny random one)")
+    clip_checkpoint: Optional[str] = option(None, "open_clip weights for --clip-model")
+    with_model: bool = option(False, "also fine-tune BLIP2IDC and DAVIR with idc-train from the tiny bases the package "
+                                     "ships (pretrained on generated pairs), and score both beside the baselines and a "
+                                     "tiny random Qwen2-VL run zero-shot with idc-eval --model vlm")
+    train_epochs: int = option(3, "with --with-model: epochs of each idc-train run (the best on validation is kept)",
+                               check=checks.positive_int)
+    bootstrap: int = option(200, "bootstrap resamples of the baseline's table", check=checks.non_negative_int, metavar="N")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+def make_parser():
     p = common.parser("idc-demo", "Run idc-toolkit end to end on embedded procedural demo data (not a real release).")
-    p.add_argument("--out", default="idc_demo", help="working folder")
-    p.add_argument("--n-per-type", type=int, default=100,
-                   help="scene ids per change type (each gives a change and a no-change pair; split 60/20/20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the procedural generator")
-    p.add_argument("--no-eval", action="store_true", help="stop after building the dataset")
-    p.add_argument("--clip-model", help="open_clip model for the entities step (default: a tiny random one)")
-    p.add_argument("--clip-checkpoint", help="open_clip weights for --clip-model")
-    p.add_argument("--with-model", action="store_true",
-                   help="also fine-tune BLIP2IDC and DAVIR with idc-train from the tiny bases the package ships "
-                        "(pretrained on generated pairs), and score both beside the baselines and a tiny random "
-                        "Qwen2-VL run zero-shot with idc-eval --model vlm")
-    p.add_argument("--train-epochs", type=int, default=3, help="with --with-model: epochs of each idc-train run (the best on validation is kept)")
-    p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap resamples of the baseline's table")
-    args = p.parse_args(argv)
+    add_options(p, DemoArgs, cli_fields(DemoArgs))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
     common.setup_logging(args)
-    return common.run("idc-demo", lambda: _demo(args))
+    return common.run("idc-demo", lambda: _demo(from_namespace(DemoArgs, args)))
 
 
-def _demo(args) -> int:
+def _demo(args: DemoArgs) -> int:
     out = Path(args.out)
     from ..building import build_dataset
     from ..demo.generator import generate_demo_release
@@ -59,7 +77,7 @@ def _demo(args) -> int:
     spot, mine = write_spot_the_diff_release(out / "spot-the-diff", args.seed), write_my_pairs(out / "my_pairs", args.seed)
     print(f"for the docs' examples: {spot} (procedural, in Spot-the-Diff's raw layout) and {mine} "
           "(a folder of your own pairs: before/, after/, captions.csv)")
-    if args.no_eval:
+    if not args.evaluate:
         return 0
     from ..masks import add_change_masks
 
@@ -133,7 +151,7 @@ DEMO_LR = "1e-3"
 DEMO_TRAIN_REFERENCE = "random"
 
 
-def _with_models(args, out: Path) -> int:
+def _with_models(args: DemoArgs, out: Path) -> int:
     """The shipped pretrained bases (:mod:`idc_toolkit.demo.pretrain`) fine-tuned with idc-train on
     the demo's train split, scored on its test split beside the baselines."""
     from datasets import load_dataset

@@ -28,32 +28,23 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-from .models import IMAGE_SIZE, word_tokenizer
+from .. import checks
+from ..options import add_options, check_fields, cli_fields, from_namespace, help_of, option, with_fields
+from .models import HIDDEN, blip2_base, instructblip_base
+from .tokenizers import demo_vocabulary
 
 #: the generator's seed for pretraining pairs (no demo dataset is drawn with it) and for checking them
 PRETRAIN_SEED, CHECK_SEED = 101, 7
-PATCH = 8
-HIDDEN = 64
 #: where the shipped bases live (package data)
 BASES = Path(__file__).resolve().parent / "bases"
-
-
-def demo_vocabulary() -> list[str]:
-    """Every word a demo caption or DAVIR's prompt can hold (the generator's templates filled with
-    every value), in a fixed order."""
-    from ..models.davir import PROMPT
-    from .generator import CHANGE_TEMPLATES, COLORS, MATERIALS, NO_CHANGE_TEMPLATES, SHAPE_WORDS, SIZES
-    from .models import words_of
-
-    fillers = [*COLORS, *MATERIALS, *SIZES, *SHAPE_WORDS.values()]
-    texts = [re.sub(r"\{\w+\}", " ", t) for ts in CHANGE_TEMPLATES.values() for t in ts]
-    return words_of([*texts, *NO_CHANGE_TEMPLATES, " ".join(fillers), f"{PROMPT} Entity:"])
+#: the pretraining steps of each shipped base
+SHIPPED_STEPS = 9000
 
 
 def generated_pairs(n_per_type: int, seed: int) -> list[tuple]:
@@ -90,108 +81,6 @@ def attribute_labels(captions: list[str], category: str) -> dict[str, int]:
     for name in ("size", "color", "shape"):
         out[name] = next((values[name].index(w) for w in words if w in values[name][1:]), 0)
     return out
-
-
-def _half_positions(grid: int, dims: int):
-    """Sine / cosine codes of (row within its half, column): the two halves of a stacked pair share them."""
-    import torch
-
-    rows = torch.arange(grid) % (grid // 2)
-    r, c = torch.meshgrid(rows.float(), torch.arange(grid).float(), indexing="ij")
-    q = dims // 4
-    freq = 1.0 / (100 ** (torch.arange(q) / q))
-    code = torch.cat([torch.sin(r.flatten()[:, None] * freq), torch.cos(r.flatten()[:, None] * freq),
-                      torch.sin(c.flatten()[:, None] * freq), torch.cos(c.flatten()[:, None] * freq)], 1)
-    return torch.cat([torch.zeros(1, dims), code])  # the CLS token has none
-
-
-def tell_the_layout(vision_model, scale: float = 3.0) -> None:
-    """BLIP-2's encoder told the stacked layout (module docstring): dims 0-15 hold the shared
-    position code, 16-47 the patch content, and head 0 of the first layer, matching position codes,
-    writes the mean content of a patch and its twin in the other half into dims 48-63."""
-    import torch
-
-    grid = vision_model.config.image_size // vision_model.config.patch_size
-    emb = vision_model.embeddings
-    attn = vision_model.encoder.layers[0].self_attn
-    h = vision_model.config.hidden_size
-    with torch.no_grad():
-        pos = torch.zeros_like(emb.position_embedding)
-        pos[0, :, :16] = 2 * _half_positions(grid, 16)
-        emb.position_embedding.copy_(pos)
-        for rows in (slice(0, 16), slice(48, h)):
-            emb.patch_embedding.weight[rows] = 0
-            emb.patch_embedding.bias[rows] = 0
-        w = attn.qkv.weight
-        w[0:16] = 0
-        w[h:h + 16] = 0
-        w[2 * h:2 * h + 16] = 0
-        w[0:16, 0:16] = scale * torch.eye(16)
-        w[h:h + 16, 0:16] = scale * torch.eye(16)
-        w[2 * h:2 * h + 16, 16:32] = torch.eye(16)
-        if attn.qkv.bias is not None:
-            attn.qkv.bias[0:16] = 0
-            attn.qkv.bias[2 * h:2 * h + 16] = 0
-        p = attn.projection.weight
-        p[:, 0:16] = 0
-        p[48:h, :] = 0
-        p[48:h, 0:16] = torch.eye(16)
-        attn.projection.bias[48:h] = 0
-
-
-def blip2_base(seed: int = 0):
-    """The untrained BLIP-2 OPT stand-in and its processor."""
-    import torch
-    from transformers import (Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, Blip2QFormerConfig,
-                              Blip2VisionConfig, BlipImageProcessor, OPTConfig)
-
-    tok = word_tokenizer(demo_vocabulary(), "opt")
-    proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-                          tokenizer=tok, num_query_tokens=8)
-    layer = dict(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4)
-    cfg = Blip2Config(
-        vision_config=Blip2VisionConfig(**layer, image_size=IMAGE_SIZE, patch_size=PATCH, initializer_range=0.02).to_dict(),
-        qformer_config=Blip2QFormerConfig(**layer, encoder_hidden_size=HIDDEN, cross_attention_frequency=1).to_dict(),
-        text_config=OPTConfig(vocab_size=len(tok) + 2, hidden_size=HIDDEN, ffn_dim=2 * HIDDEN, num_hidden_layers=2,
-                              num_attention_heads=4, word_embed_proj_dim=HIDDEN, max_position_embeddings=128,
-                              bos_token_id=2, eos_token_id=2, pad_token_id=1).to_dict(),
-        num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
-    torch.manual_seed(seed)
-    model = Blip2ForConditionalGeneration(cfg)
-    with torch.no_grad():  # LAVIS draws the query tokens (transformers zeroes them: identical queries stay identical)
-        model.query_tokens.normal_(0.0, cfg.qformer_config.initializer_range)
-    tell_the_layout(model.vision_model)
-    return model, proc
-
-
-def instructblip_base(seed: int = 0):
-    """The untrained InstructBLIP Vicuna stand-in and its processor."""
-    import torch
-    from transformers import (BertTokenizer, BlipImageProcessor, InstructBlipConfig, InstructBlipForConditionalGeneration,
-                              InstructBlipProcessor, InstructBlipQFormerConfig, InstructBlipVisionConfig, LlamaConfig)
-
-    words = demo_vocabulary()
-    tok = word_tokenizer(words, "llama")
-    qtok = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *(w.lower() for w in words)]))})
-    proc = InstructBlipProcessor(image_processor=BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-                                 tokenizer=tok, qformer_tokenizer=qtok, num_query_tokens=8)
-    layer = dict(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4)
-    cfg = InstructBlipConfig(
-        vision_config=InstructBlipVisionConfig(**layer, image_size=IMAGE_SIZE, patch_size=PATCH,
-                                               initializer_range=0.02).to_dict(),
-        qformer_config=InstructBlipQFormerConfig(**layer, vocab_size=len(qtok), encoder_hidden_size=HIDDEN,
-                                                 max_position_embeddings=128, cross_attention_frequency=1).to_dict(),
-        text_config=LlamaConfig(vocab_size=len(tok) + 2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
-                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                max_position_embeddings=256, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                                pad_token_id=None).to_dict(),
-        num_query_tokens=8, image_token_index=tok.convert_tokens_to_ids("<image>"))
-    torch.manual_seed(seed)
-    model = InstructBlipForConditionalGeneration(cfg)
-    with torch.no_grad():
-        model.query_tokens.normal_(0.0, cfg.qformer_config.initializer_range)
-    return model, proc
 
 
 class Kind:
@@ -304,20 +193,46 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     return out
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+@dataclass(kw_only=True)
+class PretrainArgs:
+    """``python -m idc_toolkit.demo.pretrain [OUT]``: which bases to pretrain, and how."""
+
+    out: str = option(str(BASES), "folder for blip2/ and instructblip/ (default: the shipped ones)")
+    steps: int = option(SHIPPED_STEPS, f"AdamW steps of each base, on batches of 32 generated pairs (default: "
+                                       f"{SHIPPED_STEPS}, as the shipped bases)", check=checks.positive_int)
+    only: Optional[str] = option(None, "pretrain one of the two", choices=("blip2idc", "davir"))
+    check_every: int = option(1000, "caption the check pairs every N steps (0: never)", check=checks.non_negative_int,
+                              metavar="N")
+    aux_weight: float = option(1.0, "weight of the what-changed heads' loss (0: captions only)",
+                               check=checks.non_negative_float)
+    lr: float = option(1e-3, "peak learning rate (decays linearly to 0)", check=checks.positive_float)
+    start: Optional[str] = option(None, "continue from the base in this folder (blip2/ or instructblip/ under it)")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+#: each base: the recipe it serves and its folder under ``out``
+FOLDERS = {"blip2idc": "blip2", "davir": "instructblip"}
+
+
+def pretrain_bases(args: Optional[PretrainArgs] = None, **fields: Any) -> list[Path]:
+    """Pretrain the bases ``args`` names (both unless ``only``) into ``out``; returns their folders."""
+    a = with_fields(PretrainArgs, args, **fields)
+    return [pretrain(name, Path(a.out) / folder, a.steps, lr=a.lr, check_every=a.check_every, aux_weight=a.aux_weight,
+                     start=Path(a.start) / folder if a.start else None)
+            for name, folder in FOLDERS.items() if a.only in (None, name)]
+
+
+def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m idc_toolkit.demo.pretrain", description=__doc__.split("\n\n")[0])
-    p.add_argument("out", nargs="?", default=str(BASES), help="folder for blip2/ and instructblip/ (default: the shipped ones)")
-    p.add_argument("--steps", type=int, default=9000)
-    p.add_argument("--only", choices=("blip2idc", "davir"), help="pretrain one of the two")
-    p.add_argument("--check-every", type=int, default=1000, help="caption the check pairs every N steps")
-    p.add_argument("--aux-weight", type=float, default=1.0, help="weight of the what-changed heads' loss (0: captions only)")
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (decays linearly to 0)")
-    p.add_argument("--start", help="continue from the base in this folder (blip2/ or instructblip/ under it)")
-    args = p.parse_args(argv)
-    for name, folder in (("blip2idc", "blip2"), ("davir", "instructblip")):
-        if args.only in (None, name):
-            pretrain(name, Path(args.out) / folder, args.steps, lr=args.lr, check_every=args.check_every,
-                     aux_weight=args.aux_weight, start=Path(args.start) / folder if args.start else None)
+    p.add_argument("out", nargs="?", default=PretrainArgs().out, help=help_of(PretrainArgs, "out"))
+    add_options(p, PretrainArgs, [name for name in cli_fields(PretrainArgs) if name != "out"])
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    pretrain_bases(from_namespace(PretrainArgs, make_parser().parse_args(argv)))
     return 0
 
 

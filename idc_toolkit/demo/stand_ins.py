@@ -5,8 +5,12 @@ their captions mean nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Optional, Union
 
+from .. import checks
+from ..options import add_options, check_fields, cli_fields, from_namespace, help_of, option, required, with_fields
 from .tiny import (blip2idc_targets, davir_targets, save_lora_adapter, save_tiny_blip2, save_tiny_chat_lm,
                    save_tiny_instruct_pix2pix, save_tiny_instructblip)
 
@@ -25,12 +29,25 @@ STAND_INS = {
 }
 
 
-def save_stand_ins(out: Path | str, seed: int = 0) -> dict[str, Path]:
-    """Every tiny random stand-in the docs' examples name, under ``out``; one already there is
-    kept (a rerun writes only what is missing)."""
+@dataclass(kw_only=True)
+class StandInsArgs:
+    """``python -m idc_toolkit.demo.stand_ins OUT``: where the stand-ins go and their seed."""
+
+    out: Union[str, Path] = required("folder to write them into (kept ones are not rewritten)")
+    seed: int = option(0, "seed of their random weights", check=checks.seed)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+def save_stand_ins(out: Optional[Path | str] = None, args: Optional[StandInsArgs] = None, **fields: Any) -> dict[str, Path]:
+    """Every tiny random stand-in the docs' examples name, under ``out`` (else ``args.out``); one
+    already there is kept (a rerun writes only what is missing). The options are :class:`StandInsArgs`,
+    given as one or field by field."""
     from importlib import resources
 
-    out = Path(out)
+    args = with_fields(StandInsArgs, args, **fields, **({} if out is None else {"out": out}))
+    out, seed = Path(args.out), args.seed
     out.mkdir(parents=True, exist_ok=True)
 
     def blip2_adapter(folder: Path) -> None:
@@ -78,19 +95,23 @@ def save_stand_ins(out: Path | str, seed: int = 0) -> dict[str, Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
+def make_parser():
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m idc_toolkit.demo.stand_ins",
                                 description="Write tiny random stand-ins for the checkpoints the docs' examples name "
                                             "(no download; their captions mean nothing: they show the route).")
-    p.add_argument("out", help="folder to write them into (kept ones are not rewritten)")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    p.add_argument("out", help=help_of(StandInsArgs, "out"))
+    add_options(p, StandInsArgs, [name for name in cli_fields(StandInsArgs) if name != "out"])
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = from_namespace(StandInsArgs, make_parser().parse_args(argv))
     from ..devices import quiet_model_loading
 
     quiet_model_loading("transformers", "diffusers")  # a loading or "Writing model shards" bar per model says nothing here
-    save_stand_ins(args.out, args.seed)
+    save_stand_ins(args=args)
     return 0
 
 
