@@ -129,10 +129,10 @@ def _demo(args: DemoArgs) -> int:
         if code:
             return code
         runs += [out / "eval_constant", out / "eval_blip2idc", out / "eval_davir", out / "eval_vlm"]
-    return _view(out, runs)
+    return _write_pair_browser(out, runs)
 
 
-def _view(out: Path, runs: list[Path]) -> int:
+def _write_pair_browser(out: Path, runs: list[Path]) -> int:
     """The pair browser of the demo's test split and its evaluations (idc-view)."""
     from ..viewer.site import write_site
 

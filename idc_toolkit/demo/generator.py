@@ -83,7 +83,7 @@ NO_CHANGE_TEMPLATES = [
 
 
 @dataclass
-class Obj:
+class SceneObject:
     shape: str
     color: str
     material: str
@@ -103,7 +103,7 @@ def _background(w: int, h: int, rng: np.random.Generator) -> Image.Image:
     return Image.fromarray(arr.clip(0, 255).astype(np.uint8), "RGB")
 
 
-def _draw(img: Image.Image, obj: Obj, mask: Image.Image | None = None) -> None:
+def _draw(img: Image.Image, obj: SceneObject, mask: Image.Image | None = None) -> None:
     r = SIZES[obj.size]
     box = (obj.x - r, obj.y - r, obj.x + r, obj.y + r)
     fill = COLORS[obj.color]
@@ -131,20 +131,20 @@ def _draw(img: Image.Image, obj: Obj, mask: Image.Image | None = None) -> None:
         d.ellipse((obj.x - hr, cy - hr, obj.x + hr, cy + hr), fill=(245, 245, 245))
 
 
-def _render(objs: list[Obj], bg: Image.Image) -> Image.Image:
+def _render(objs: list[SceneObject], bg: Image.Image) -> Image.Image:
     img = bg.copy()
     for o in objs:
         _draw(img, o)
     return img
 
 
-def _object_mask(obj: Obj, w: int, h: int) -> Image.Image:
+def _object_mask(obj: SceneObject, w: int, h: int) -> Image.Image:
     m = Image.new("L", (w, h), 0)
     _draw(Image.new("RGB", (w, h)), obj, m)
     return m
 
 
-def _free_spot(objs: list[Obj], size: str, w: int, h: int, rng: np.random.Generator) -> tuple[int, int] | None:
+def _free_spot(objs: list[SceneObject], size: str, w: int, h: int, rng: np.random.Generator) -> tuple[int, int] | None:
     r = SIZES[size]
     for _ in range(200):
         x, y = int(rng.integers(r + 6, w - r - 6)), int(rng.integers(r + 6, h - r - 6))
@@ -153,12 +153,12 @@ def _free_spot(objs: list[Obj], size: str, w: int, h: int, rng: np.random.Genera
     return None
 
 
-def _random_obj(objs: list[Obj], w: int, h: int, rng: np.random.Generator) -> Obj | None:
+def _random_obj(objs: list[SceneObject], w: int, h: int, rng: np.random.Generator) -> SceneObject | None:
     size = str(rng.choice(list(SIZES)))
     spot = _free_spot(objs, size, w, h, rng)
     if spot is None:
         return None
-    return Obj(str(rng.choice(SHAPES)), str(rng.choice(list(COLORS))), str(rng.choice(MATERIALS)), size, *spot)
+    return SceneObject(str(rng.choice(SHAPES)), str(rng.choice(list(COLORS))), str(rng.choice(MATERIALS)), size, *spot)
 
 
 def _distractor(img: Image.Image, rng: np.random.Generator) -> Image.Image:
@@ -176,7 +176,7 @@ def _distractor(img: Image.Image, rng: np.random.Generator) -> Image.Image:
 
 def make_scene(sid: int, change_type: str, w: int, h: int, rng: np.random.Generator):
     """Return before, after (semantic), after (distractor), change captions, GT mask."""
-    objs: list[Obj] = []
+    objs: list[SceneObject] = []
     for _ in range(int(rng.integers(3, 6)) + (1 if change_type == "add" else 0)):
         o = _random_obj(objs, w, h, rng)
         if o is not None:
@@ -186,7 +186,7 @@ def make_scene(sid: int, change_type: str, w: int, h: int, rng: np.random.Genera
     added = objs.pop() if change_type == "add" else None  # placed up front: a free spot is guaranteed
     bg = _background(w, h, rng)
     before = _render(objs, bg)
-    after_objs = [Obj(**vars(o)) for o in objs]
+    after_objs = [SceneObject(**vars(o)) for o in objs]
     target = after_objs[int(rng.integers(0, len(after_objs)))]
     words = target.words()
     mask = Image.new("L", (w, h), 0)
@@ -212,7 +212,7 @@ def make_scene(sid: int, change_type: str, w: int, h: int, rng: np.random.Genera
         mask = _object_mask(target, w, h)
     elif change_type == "move":
         others = [o for o in after_objs if o is not target]
-        spot = _free_spot(others + [Obj(**vars(target))], target.size, w, h, rng)
+        spot = _free_spot(others + [SceneObject(**vars(target))], target.size, w, h, rng)
         old_mask = _object_mask(target, w, h)
         if spot is None:  # nowhere free: swap to the mirrored position
             spot = (w - target.x, target.y)

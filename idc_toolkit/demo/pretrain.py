@@ -83,7 +83,7 @@ def attribute_labels(captions: list[str], category: str) -> dict[str, int]:
     return out
 
 
-class Kind:
+class BaseInPretraining:
     """How one base reads a pair and is asked for its caption: the recipe's own input and decoding
     (:class:`~idc_toolkit.models.blip2idc.Blip2IDCInputs`, :class:`~idc_toolkit.models.davir.DavirInputs`)
     and its label packing, so the pretrained base fits what idc-train and idc-eval give it."""
@@ -149,14 +149,14 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
         model.load_state_dict(load_file(str(Path(start) / "model.safetensors")))
         record = json.loads((Path(start) / "pretraining.json").read_text())
         earlier = record if isinstance(record, list) else [record]
-    kind = Kind(name, model, proc)
+    base = BaseInPretraining(name, model, proc)
     heads = torch.nn.ModuleDict({k: torch.nn.Linear(HIDDEN, len(v)) for k, v in attribute_values().items()}
                                 if aux_weight > 0 else {})
     rng = random.Random(seed)
     started = time.time()
     pairs = generated_pairs(n_per_type, PRETRAIN_SEED)
     check = generated_pairs(8, CHECK_SEED)
-    pixels = kind.pixels(pairs)
+    pixels = base.pixels(pairs)
     targets = {k: torch.tensor([attribute_labels(p[2], p[3])[k] for p in pairs]) for k in heads}
     log(f"{name}: {len(pairs)} generated pairs (seed {PRETRAIN_SEED}), {steps} steps")
     opt = torch.optim.AdamW([*model.parameters(), *heads.parameters()], lr=lr, weight_decay=0.0)
@@ -164,11 +164,11 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
     model.train()
     for step in range(1, steps + 1):
         idx = [rng.randrange(len(pairs)) for _ in range(32)]
-        entities = [kind.entities(rng) for _ in idx]
-        output = model(**kind.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], entities))
+        entities = [base.entities(rng) for _ in idx]
+        output = model(**base.batch(pixels[idx], [rng.choice(pairs[i][2]) for i in idx], entities))
         loss = output.loss
         if heads:
-            queries = output.qformer_outputs.last_hidden_state[:, :kind.n_query].mean(1)
+            queries = output.qformer_outputs.last_hidden_state[:, :base.n_query].mean(1)
             aux = sum(torch.nn.functional.cross_entropy(head(queries), targets[k][idx]) for k, head in heads.items())
             loss = loss + aux_weight * aux
         opt.zero_grad()
@@ -178,7 +178,7 @@ def pretrain(name: str, out: Path, steps: int, n_per_type: int = 300, seed: int 
         if check_every and (step % check_every == 0 or step == steps):
             got = []
             for k in range(0, len(check), 40):
-                got += kind.captions(check[k:k + 40], [kind.entities(random.Random(k)) for _ in check[k:k + 40]])
+                got += base.captions(check[k:k + 40], [base.entities(random.Random(k)) for _ in check[k:k + 40]])
             log(f"{name} step {step}: caption loss {output.loss.item():.3f}"
                 + (f", heads {aux.item():.3f}" if heads else "") + ", "
                 f"{len(set(got))} distinct captions of {len(got)}, "
