@@ -15,6 +15,7 @@ from ..options import check_fields, option, python_only, required
 #: the finest PNG resolution a figure is drawn at (print needs 300-600)
 MAX_DPI = 1200
 
+
 def pair_ids(flag: str, value: Any) -> list[str]:
     """``"a, b"`` (the command line's) -> ``["a", "b"]``; a list of ids is taken as it is."""
     if isinstance(value, str):
