@@ -69,8 +69,9 @@ def _order_layouts(cooked: list[list[tuple[int, int, int]]], pad_gid: int) -> li
         rows = caption[mine]
         column = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank within its caption
         width = int(column.max()) + 1 if len(rows) else 0
-        gid = np.full((len(cooked), width), pad_gid, dtype=np.int64)
-        tf = np.zeros((len(cooked), width), dtype=np.float64)
+        # the narrowest exact types (a term frequency is a count): a quarter of int64 / float64's memory
+        gid = np.full((len(cooked), width), pad_gid, dtype=np.min_scalar_type(pad_gid))
+        tf = np.zeros((len(cooked), width), dtype=np.min_scalar_type(int(flat[mine, 2].max(initial=0))))
         gid[rows, column] = flat[mine, 1]
         tf[rows, column] = flat[mine, 2]
         layouts.append((gid, tf))
@@ -83,6 +84,7 @@ def _columns_in(ref_gid: np.ndarray, ref_tf: np.ndarray, query_gid: np.ndarray, 
     rows, width = ref_gid.shape
     present = ref_tf > 0
     stride = int(max(ref_gid.max(initial=0), query_gid.max(initial=0))) + 1
+    ref_gid, query_gid = ref_gid.astype(np.int64), query_gid.astype(np.int64)  # row * stride + id needs 64 bits
     keys = (np.arange(rows)[:, None] * stride + ref_gid)[present]
     column = np.broadcast_to(np.arange(width), (rows, width))[present]
     order = np.argsort(keys)
@@ -92,7 +94,7 @@ def _columns_in(ref_gid: np.ndarray, ref_tf: np.ndarray, query_gid: np.ndarray, 
         return np.full(query.shape, width, dtype=np.int64)
     at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
     found = (keys[at] == query) & (query_tf > 0)
-    return np.where(found, column[at], width)
+    return np.where(found, column[at], width).astype(np.min_scalar_type(width))
 
 
 def _sequential_sum(values: np.ndarray) -> np.ndarray:
@@ -101,6 +103,14 @@ def _sequential_sum(values: np.ndarray) -> np.ndarray:
     for j in range(values.shape[1]):
         total += values[:, j]
     return total
+
+
+#: pairs (or reference rows) per chunk of the array work
+CHUNK = 4096
+
+
+def _chunks(n: int) -> list[slice]:
+    return [slice(k, min(k + CHUNK, n)) for k in range(0, n, CHUNK)]
 
 
 class CiderCache:
@@ -121,7 +131,8 @@ class CiderCache:
         self.n_refs = np.array([len(rs) for rs in refs], dtype=np.int64)
         self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])
         # n-gram ids appearing in any reference of a pair: one document per pair
-        self.doc_ids = [np.fromiter({g for cooked, _ in rs for _, g, _ in cooked}, dtype=np.int64) for rs in refs]
+        self.doc_ids = [np.fromiter({g for cooked, _ in rs for _, g, _ in cooked}, dtype=np.int32 if len(intern) < 1 << 31
+                                    else np.int64) for rs in refs]
         flat_refs = [r for rs in refs for r in rs]
         penalty_scale = 2 * SIGMA**2
         # pycocoevalcap's Python-float expression, per (pair, reference): it does not depend on the group
@@ -130,7 +141,8 @@ class CiderCache:
         self.hyp = _order_layouts([c for c, _ in tests], pad_gid=self.vocab)
         self.ref = _order_layouts([c for c, _ in flat_refs], pad_gid=self.vocab)
         ref_pair = np.repeat(np.arange(len(refs)), self.n_refs)
-        self.columns = [_columns_in(rg, rt, hg[ref_pair], ht[ref_pair])
+        self.columns = [np.concatenate([_columns_in(rg[c], rt[c], hg[ref_pair[c]], ht[ref_pair[c]])
+                                        for c in _chunks(len(ref_pair))] or [np.zeros((0, rg.shape[1]), np.uint8)])
                         for (hg, ht), (rg, rt) in zip(self.hyp, self.ref)]
 
     def score(self, indices: Sequence[int]) -> tuple[float, np.ndarray]:
@@ -141,6 +153,11 @@ class CiderCache:
         df = np.bincount(np.concatenate([self.doc_ids[i] for i in idx]), minlength=self.vocab).astype(np.float64)
         ref_len = np.log(float(len(idx)))
         w = np.append(ref_len - np.log(np.maximum(1.0, df)), 0.0)  # the last weight is the padding's
+        # each pair's arithmetic is its own: chunks of pairs bound the temporaries, not the answers
+        per_pair = np.concatenate([self._per_pair(idx[c], w) for c in _chunks(len(idx))])
+        return float(np.mean(per_pair)), per_pair
+
+    def _per_pair(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         counts = self.n_refs[idx]
         rrows = np.concatenate([np.arange(self.ref_start[i], self.ref_start[i + 1]) for i in idx])
         pair_of = np.repeat(np.arange(len(idx)), counts)
@@ -160,8 +177,7 @@ class CiderCache:
         for k in range(int(counts.max())):  # references added in order, as ``score += val``
             has = counts > k
             score[has] += val[first[has] + k]
-        per_pair = np.mean(score, axis=1) / counts * 10.0
-        return float(np.mean(per_pair)), per_pair
+        return np.mean(score, axis=1) / counts * 10.0
 
 
 class CiderD(Metric):
