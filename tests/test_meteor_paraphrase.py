@@ -64,3 +64,26 @@ def test_a_cache_that_cannot_be_written_means_the_whole_table_without_building(m
     monkeypatch.setattr(paraphrase, "build_index", no_build)
     assert paraphrase.table_index() is None and paraphrase.coverage_needed([["a red car"]]) is None
     assert not paraphrase.index_missing()
+
+
+def test_arrays_derived_from_the_index_are_kept_beside_it_and_a_damaged_record_is_rebuilt():
+    """The phrase table's search order is computed once per machine and read back memory-mapped;
+    a damaged record is computed again, never trusted."""
+    import numpy as np
+
+    calls = []
+
+    def build(index):
+        calls.append(1)
+        return {"first_ids": np.asarray(index.first[:5]).astype(np.int64), "count": np.array([index.entries])}
+
+    name = f"test-{random.Random().randrange(1 << 30)}"
+    first = paraphrase.derived_arrays(name, build)
+    again = paraphrase.derived_arrays(name, build)
+    assert len(calls) == 1 and isinstance(again["first_ids"], np.memmap)
+    assert all(np.array_equal(first[k], again[k]) for k in first)
+    folder = paraphrase._index_dir()
+    (folder / f"{name}.json").write_text("{not json")
+    assert np.array_equal(paraphrase.derived_arrays(name, build)["count"], first["count"]) and len(calls) == 2
+    for f in folder.glob(f"{name}.*"):
+        f.unlink()  # the files this test wrote
