@@ -22,10 +22,11 @@ from idc_toolkit.stores import output_folder
 
 from .args import CompareArgs
 from .leaderboard import check_presentations, mean_sd, refuse_repeated_files, spread
-from .predictions import prepare
-from .scoring import Predictions, _predictions, _source, asked_questions, choice_metric, judge_metric, load_references
+from .predictions import Predictions, Prepared, References, prepare, read_predictions, source_name
+from .scoring import asked_questions, choice_metric, judge_metric, load_references
 
 Side = Union[Predictions, Sequence[Predictions]]
+SIDES = ("a", "b")
 
 
 def runs_of(side: Side, name: str) -> list[Predictions]:
@@ -49,64 +50,95 @@ def runs_of(side: Side, name: str) -> list[Predictions]:
 
 def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fields: Any) -> dict[str, Any]:
     """The paired test of ``a`` and ``b`` (module docstring); ``args`` is a :class:`~.args.CompareArgs`
-    (or ``fields`` make one). ``out`` gets ``compare.json``, ``compare.md`` and ``compare.tex``
-    under the run engine's rule (:func:`~.outputs.open_compare_folder`)."""
-    from idc_toolkit import __version__
-    from idc_toolkit.metrics.bootstrap import paired_group_test
-    from idc_toolkit.metrics.core import build_cache
-    from idc_toolkit.metrics.registry import metric_class, resolve_families
-    from idc_toolkit.runs.fingerprint import digest
+    (``fields`` replace its values, or make one). ``out`` gets ``compare.json``, ``compare.md`` and
+    ``compare.tex`` under the run engine's rule (:func:`~.outputs.open_compare_folder`). The steps
+    are :func:`~.scoring.evaluate`'s, each run of a side loaded, prepared and judged on its own."""
+    from idc_toolkit.options import with_fields
 
-    from .outputs import COMPARE_FILE, open_compare_folder
-    from .protocols import get_protocol
+    from .outputs import open_compare_folder
 
-    c = args if args is not None else CompareArgs(**fields)
+    c = with_fields(CompareArgs, args, **fields)
     out = None if c.out is None else output_folder(c.out, EvaluationError)
     sides = {"a": runs_of(a, "A"), "b": runs_of(b, "B")}
-    refuse_repeated_files([*sides["a"], *sides["b"]], "compare: ")
-    stated = check_presentations([*sides["a"], *sides["b"]], c.allow_mixed_presentations, "compare: ")
+    every = [*sides["a"], *sides["b"]]
+    refuse_repeated_files(every, "compare: ")
+    stated = check_presentations(every, c.allow_mixed_presentations, "compare: ")
     presentations = {"a": stated[:len(sides["a"])], "b": stated[len(sides["a"]):]}
+    refs, preps = prepare_runs(sides, c)
+    # MC_accuracy of each run's answers, where the dataset's items ask questions (and --metrics does not leave it out)
+    choices = {s: [choice_metric(prep.hypotheses, prep, refs, c.metrics) for prep in p] for s, p in preps.items()}
+    folder = None  # checked before the bootstrap runs
+    if out is not None:
+        folder = open_compare_folder(Path(out), compare_record(c, refs, preps, presentations, choices), c.overwrite)
+    judges = judge_runs(c, refs, preps, out)
+    result, alone, n_pairs = paired_scores(c, sides, preps, choices, judges)
+    report = compare_report(c, sides, result, alone, n_pairs, choices, presentations)
+    if folder is not None:
+        write_compare(Path(out), report)
+        folder.finalise(lambda final: None)
+    return report
+
+
+def prepare_runs(sides: dict[str, list[Predictions]], c: CompareArgs) -> tuple[References, dict[str, list[Prepared]]]:
+    """The references (loaded once) and every run's prepared pairs, all of them the same pairs."""
+    from .protocols import get_protocol
+
     proto = get_protocol("rcc")
     refs = proto.references(load_references(c))
-    preps = {s: [prepare(proto.predictions(_predictions(p), _source(p)), refs, allow_missing=c.allow_missing,
+    preps = {s: [prepare(proto.predictions(read_predictions(p), source_name(p)), refs, allow_missing=c.allow_missing,
                          drop_empty_references=c.drop_empty_references, breakdown=False) for p in runs]
              for s, runs in sides.items()}
     every = [p for s in preps.values() for p in s]
     if any(list(p.references) != list(every[0].references) for p in every):
         raise EvaluationError("the runs compared do not all cover the same pairs; a paired test needs the same pairs")
-    # MC_accuracy of each run's answers, where the dataset's items ask questions (and --metrics does not leave it out)
-    choices = {s: [choice_metric(prep.hypotheses, prep, refs, c.metrics) for prep in p] for s, p in preps.items()}
-    folder = None
-    if out is not None:  # checked before the bootstrap runs
-        run = {**{s: (digest(p[0].hypotheses) if len(p) == 1 else [digest(r.hypotheses) for r in p]) for s, p in preps.items()},
-               "references": refs.fingerprint, "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed,
-               "spice": bool(c.spice_jars), "allow_missing": c.allow_missing,
-               "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
-        if any(stated):
-            run["presentation"] = presentations
-        if any(x is not None for xs in choices.values() for x in xs):
-            from idc_toolkit.multiple_choice import fingerprint_fields
+    return refs, preps
 
-            run["multiple_choice"] = fingerprint_fields()
-        if c.judge:
-            from idc_toolkit.judge.run import judge_fields
 
-            run["judge"] = judge_fields(c)
-        folder = open_compare_folder(Path(out), run, c.overwrite)
-    judges: dict[str, list[Any]] = {s: [None] * len(p) for s, p in preps.items()}
-    if c.judge:  # each run's captions judged on their own, kept in OUT/judges/<a|b><k>
-        from idc_toolkit.judge import JUDGES_DIR
+def compare_record(c: CompareArgs, refs: References, preps: dict[str, list[Prepared]],
+                   presentations: dict[str, list[Optional[str]]], choices: dict[str, list[Any]]) -> dict[str, Any]:
+    """What the comparison depends on (the fingerprint ``--out`` is held to)."""
+    from idc_toolkit import __version__
+    from idc_toolkit.runs.fingerprint import digest
 
-        judges = {s: [judge_metric(prep.hypotheses, prep, refs, c, None if out is None else Path(out) / JUDGES_DIR / f"{s}{k}",
-                                   None, None) for k, prep in enumerate(p)] for s, p in preps.items()}
-    # a metric that needs what not every machine has (SPICE's jars) is only run when asked
-    families = tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
-    if not any(every[0].references.values()) or (not c.metrics and all(
-            x is not None and asked_questions(src) for s in sides for x, src in zip(choices[s], sides[s]))):
-        families = ()  # no pair has a reference, or every run answers the questions: accuracy alone
-    caches: dict[str, list[Any]] = {"a": [], "b": []}
+    run = {**{s: (digest(p[0].hypotheses) if len(p) == 1 else [digest(r.hypotheses) for r in p]) for s, p in preps.items()},
+           "references": refs.fingerprint, "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed,
+           "spice": bool(c.spice_jars), "allow_missing": c.allow_missing,
+           "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
+    if any(p for ps in presentations.values() for p in ps):
+        run["presentation"] = presentations
+    if any(x is not None for xs in choices.values() for x in xs):
+        from idc_toolkit.multiple_choice import fingerprint_fields
+
+        run["multiple_choice"] = fingerprint_fields()
+    if c.judge:
+        from idc_toolkit.judge.run import judge_fields
+
+        run["judge"] = judge_fields(c)
+    return run
+
+
+def judge_runs(c: CompareArgs, refs: References, preps: dict[str, list[Prepared]],
+               out: Optional[Path]) -> dict[str, list[Any]]:
+    """Each run's captions judged on their own (kept in ``OUT/judges/<a|b><k>``); ``None`` each without ``--judge``."""
+    if not c.judge:
+        return {s: [None] * len(p) for s, p in preps.items()}
+    from idc_toolkit.judge import JUDGES_DIR
+
+    return {s: [judge_metric(prep.hypotheses, prep, refs, c, None if out is None else Path(out) / JUDGES_DIR / f"{s}{k}",
+                             None, None) for k, prep in enumerate(p)] for s, p in preps.items()}
+
+
+def paired_scores(c: CompareArgs, sides: dict[str, list[Predictions]], preps: dict[str, list[Prepared]],
+                  choices: dict[str, list[Any]], judges: dict[str, list[Any]]) -> tuple[dict[str, Any], list[Any], int]:
+    """Every run scored (one session of each metric serves them all) and the paired test: the test's
+    result, each run's own report (A's runs, then B's) and the number of pairs."""
+    from idc_toolkit.metrics.bootstrap import paired_group_test
+    from idc_toolkit.metrics.core import build_cache
     from idc_toolkit.metrics.implementation import using
+    from idc_toolkit.metrics.registry import metric_class
 
+    families = compared_families(c, sides, preps, choices)
+    caches: dict[str, list[Any]] = {s: [] for s in SIDES}
     with contextlib.ExitStack() as sessions, using(c.scorer):
         for family in families:  # the runs are scored one after the other: what a family starts serves them all
             sessions.enter_context(metric_class(family).session())
@@ -120,26 +152,51 @@ def compare_systems(a: Side, b: Side, args: Optional[CompareArgs] = None, **fiel
         finally:
             for cache in (*caches["a"], *caches["b"]):
                 cache.close()
+    return result, alone, len(idx)
+
+
+def compared_families(c: CompareArgs, sides: dict[str, list[Predictions]], preps: dict[str, list[Prepared]],
+                      choices: dict[str, list[Any]]) -> tuple[str, ...]:
+    """The metric families computed: those named (SPICE, which needs its jars, only with them);
+    none where no pair has a reference, or where every run answers the dataset's questions."""
+    from idc_toolkit.metrics.registry import metric_class, resolve_families
+
+    first = next(iter(preps.values()))[0]
+    answers_only = not c.metrics and all(x is not None and asked_questions(src)
+                                         for s in sides for x, src in zip(choices[s], sides[s]))
+    if not any(first.references.values()) or answers_only:
+        return ()  # accuracy alone
+    return tuple(f for f in resolve_families(c.metrics) if not metric_class(f).optional or c.spice_jars)
+
+
+def compare_report(c: CompareArgs, sides: dict[str, list[Predictions]], result: dict[str, Any], alone: list[Any],
+                   n_pairs: int, choices: dict[str, list[Any]],
+                   presentations: dict[str, list[Optional[str]]]) -> dict[str, Any]:
+    """``compare.json``: the test per metric, every run alone, each side's mean and sd across its runs."""
     reports = iter(alone)  # A's runs, then B's, in the order given
-    runs = {s: [{"source": _source(src), **next(reports),
+    runs = {s: [{"source": source_name(src), **next(reports),
                  **({"multiple_choice": choice.summary()} if choice is not None else {})}
                 for src, choice in zip(sources, choices[s])] for s, sources in sides.items()}
     groups = {s: {"runs": len(r), "mean": {m: statistics.fmean(x["scores"][m] for x in r) for m in result},
                   "sd": {m: spread([x["scores"][m] for x in r]) for m in result}} for s, r in runs.items()}
-    shown = {s: _source(sides[s][0]) if len(sides[s]) == 1 else [_source(x) for x in sides[s]] for s in sides}
-    report = {**shown, "n_pairs": len(idx), "resamples": c.bootstrap, "seed": c.seed, "metrics": result,
+    shown = {s: source_name(sides[s][0]) if len(sides[s]) == 1 else [source_name(x) for x in sides[s]] for s in sides}
+    report = {**shown, "n_pairs": n_pairs, "resamples": c.bootstrap, "seed": c.seed, "metrics": result,
               "runs": runs, "groups": groups}
     if any(p for ps in presentations.values() for p in ps):  # how each side's models were shown the pairs, where known
         report["presentation"] = {s: _one_or_list(ps) for s, ps in presentations.items()}
-    if folder is not None:
-        from idc_toolkit.runs.folder import write_json_atomic, write_text_atomic
-
-        md, tex = tables(report)
-        write_json_atomic(Path(out) / COMPARE_FILE, report)
-        write_text_atomic(Path(out) / "compare.md", md)
-        write_text_atomic(Path(out) / "compare.tex", tex)
-        folder.finalise(lambda final: None)
     return report
+
+
+def write_compare(out: Path, report: dict[str, Any]) -> None:
+    """``compare.json``, ``compare.md`` and ``compare.tex``."""
+    from idc_toolkit.runs.folder import write_json_atomic, write_text_atomic
+
+    from .outputs import COMPARE_FILE
+
+    md, tex = tables(report)
+    write_json_atomic(out / COMPARE_FILE, report)
+    write_text_atomic(out / "compare.md", md)
+    write_text_atomic(out / "compare.tex", tex)
 
 
 def _one_or_list(values: list[Any]) -> Any:
@@ -170,7 +227,7 @@ def signed(value: float, digits: int = 2) -> str:
 def tables(report: dict[str, Any]) -> tuple[str, str]:
     """One row per run (score [95% interval]) and per side (mean (sd) across its runs), x100,
     and the paired test's p-value per metric."""
-    from .paper_tables import SHORT, RunLabel, _tables
+    from .paper_tables import SHORT, RunLabel, markdown_and_latex
 
     metrics = list(report["metrics"])
     header = ["run", *(SHORT.get(m, m) for m in metrics)]
@@ -190,4 +247,4 @@ def tables(report: dict[str, Any]) -> tuple[str, str]:
         caption += " " + unparsed
     if report.get("presentation"):
         caption += " " + presentation_line(report["presentation"])
-    return _tables(header, rows, caption, RunLabel(), "compare")
+    return markdown_and_latex(header, rows, caption, RunLabel(), "compare")

@@ -22,32 +22,28 @@ from typing import Any, Mapping, Optional
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.judge.args import JudgeArgs
-from idc_toolkit.options import check_fields, option
+from idc_toolkit.options import option
 
-from .args import (ReferenceArgs, _allow_missing, _allow_mixed_presentations, _metrics, _protocol_help, _protocol_names,
-                   _scorer)
+from .args import ReferenceArgs, ScoringArgs, allow_mixed_presentations_option, protocol_option, scorer_option
+from .protocols import Comparability
 
 
 @dataclass
-class LeaderboardArgs(JudgeArgs, ReferenceArgs):
+class LeaderboardArgs(ScoringArgs, JudgeArgs, ReferenceArgs):
     """``idc-eval leaderboard FILE...``: what every file is scored against, and how (with ``--judge``,
     every file is judged too, and ``--agreement-judge`` asks a second judge the same questions)."""
 
     names: Optional[list[str]] = option(None, "one row label per file (files sharing a label are runs of one "
                                               "system: mean and sd); default: each file's name", nargs="+")
-    protocol: str = option("rcc", _protocol_help, choices=_protocol_names)
-    metrics: Optional[list[str]] = _metrics()
-    allow_missing: bool = _allow_missing()
-    scorer: Optional[str] = _scorer()
-    allow_mixed_presentations: bool = _allow_mixed_presentations()
+    protocol: str = protocol_option()
+    scorer: Optional[str] = scorer_option()
+    allow_mixed_presentations: bool = allow_mixed_presentations_option()
     agreement_judge: Optional[str] = option(None, "with --judge and --out: a second judge (served by the same "
                                                   "--judge-endpoint, or a local model) asked the same questions: "
                                                   "the table adds Kendall's tau of each judge column's ranking "
                                                   "and Cohen's kappa per question (agreement.json)", metavar="MODEL")
-    out: Optional[str] = option(None, "folder for leaderboard.md, .tex, .csv and .json (idc-view --leaderboard shows it)")
-
-    def __post_init__(self) -> None:
-        check_fields(self)
+    out: Optional[str] = option(None, "folder for leaderboard.md, .tex, .csv and .json (idc-view --leaderboard shows it)",
+                                record=False)
 
 
 def _short_hash(path: str) -> str:
@@ -109,14 +105,15 @@ def default_names(files: list[str]) -> list[str]:
 
 def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fields: Any) -> dict[str, Any]:
     """Score every file (module docstring); returns ``{"columns", "rows"}`` and writes the tables under ``out``."""
-    from dataclasses import asdict
+    from dataclasses import fields as fields_of
 
     from idc_toolkit.metrics.registry import paper_columns, table_columns
+    from idc_toolkit.options import with_fields
 
-    from .args import EvalArgs, ReferenceArgs as Ref
+    from .args import EvalArgs
     from .scoring import evaluate, load_references
 
-    a = args if args is not None else LeaderboardArgs(**fields)
+    a = with_fields(LeaderboardArgs, args, **fields)
     if not files:
         raise EvaluationError("give at least one predictions file")
     if a.agreement_judge and not (a.judge and a.out):
@@ -127,19 +124,18 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
         raise EvaluationError(f"--names gives {len(names)} labels for {len(files)} files")
     refuse_repeated_files(files)
     presentations = dict(zip(files, check_presentations(files, a.allow_mixed_presentations)))
-    ref_fields = {k: v for k, v in asdict(a).items() if k in Ref.__dataclass_fields__}
-    refs = load_references(Ref(**ref_fields))
+    refs = load_references(a)
     short = table_columns() if a.judge else paper_columns()
-    judge_fields = {k: getattr(a, k) for k in JudgeArgs.__dataclass_fields__}
+    # every option an evaluation shares with the leaderboard (references, judge, scoring) is the leaderboard's
+    shared = {f.name: getattr(a, f.name) for f in fields_of(EvalArgs) if f.name in LeaderboardArgs.__dataclass_fields__}
     scored: dict[str, list[dict[str, Any]]] = {}
     judged: list[Path] = []
     for k, (name, path) in enumerate(zip(names, files)):
         for j, judge in enumerate([a.judge, a.agreement_judge] if a.agreement_judge else [a.judge]):
             # each judged evaluation kept under --out when agreement is asked: agreement reads their judgements
             where = str(Path(a.out) / "judged" / f"{k}-{j}") if a.agreement_judge else None
-            m = evaluate(path, EvalArgs(**ref_fields, protocol=a.protocol, metrics=a.metrics, allow_missing=a.allow_missing,
-                                        breakdown=bool(a.agreement_judge), scorer=a.scorer, name=name, out=where,
-                                        overwrite=True, **{**judge_fields, "judge": judge}), refs=_copy(refs)).metrics
+            m = evaluate(path, EvalArgs(**{**shared, "judge": judge, "breakdown": bool(a.agreement_judge), "name": name,
+                                           "out": where, "overwrite": True}), refs=_copy(refs)).metrics
             if where:
                 judged.append(Path(where))
             if j == 0:
@@ -155,8 +151,8 @@ def leaderboard(files: list[str], args: Optional[LeaderboardArgs] = None, **fiel
         if missing:
             caveats.insert(0, f"{missing} pair(s) without a prediction left out")
         protocol = runs[0]["metrics"]["meta"]["protocol"]
-        if not protocol["comparable_with_rcc"]:
-            caveats.insert(0, f"protocol {protocol['name']}: not comparable with rcc-protocol numbers")
+        if Comparability.of(protocol).note:
+            caveats.insert(0, Comparability.of(protocol).note)
         shown = list(dict.fromkeys(r["presentation"] for r in runs if r["presentation"]))
         rows.append({"name": name, "runs": len(runs), "protocol": protocol["name"], "n": runs[0]["metrics"]["overall"]["n"],
                      "presentation": ", ".join(shown) or None,
@@ -207,7 +203,7 @@ def _cell(row: dict[str, Any], c: str) -> str:
 
 def tables(out: dict[str, Any]) -> tuple[str, str]:
     """The markdown and LaTeX table: one row per system, the paper columns x100 (sd across runs)."""
-    from .paper_tables import RunLabel, _tables
+    from .paper_tables import RunLabel, markdown_and_latex
 
     shown = _presentations_shown(out)
     header = ["system", "runs", "n", *(out["short"][c] for c in out["columns"]), "protocol",
@@ -219,7 +215,7 @@ def tables(out: dict[str, Any]) -> tuple[str, str]:
                + (f" Judge: {out['judge']}." if out.get("judge") else "")
                + (f" {agreement_line(out['agreement'])}." if out.get("agreement") else "")
                + (f" Caveats: {caveats}." if caveats else ""))
-    md, tex = _tables(header, rows, caption, RunLabel(), "leaderboard")
+    md, tex = markdown_and_latex(header, rows, caption, RunLabel(), "leaderboard")
     return md, tex
 
 

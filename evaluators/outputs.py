@@ -291,6 +291,15 @@ def open_compare_folder(out_dir: Path, run: dict[str, Any], overwrite: bool):
                      card_record=False, record_file="compare.json", legacy_record=_legacy_compare).open(overwrite)
 
 
+def protocol_line(meta: dict[str, Any]) -> str:
+    """The protocol (with its caveat) and the presentation, as ``metrics.md`` and idc-eval state them."""
+    from .protocols import Comparability
+
+    protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
+    return (Comparability.of(protocol).heading
+            + (f"; presentation: {meta['presentation']}" if meta.get("presentation") else ""))
+
+
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                   categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str],
                   layouts: Sequence[str] = (), group_names: Optional[str] = None, label: Any = None) -> dict[str, Any]:
@@ -303,9 +312,7 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
     write_layouts(out_dir, result, list(layouts), group_names, label)
     data = metrics_dict(result, meta, warnings)
     write_text_atomic(out_dir / "metrics.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    protocol = meta.get("protocol") or {"name": "rcc", "comparable_with_rcc": True}
-    table = (f"Protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
-             + (f"; presentation: {meta['presentation']}" if meta.get("presentation") else "") + "\n\n" + markdown_table(result))
+    table = (protocol_line(meta) + "\n\n" + markdown_table(result))
     note = f"\n\nScores x100. {SEMANTICS[0].upper() + SEMANTICS[1:]}.\nSPICE: {result.spice_status}\n"
     if meta.get("judge_answers"):
         from idc_toolkit.metrics.judge_columns import answers_line

@@ -22,6 +22,8 @@ from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
 from idc_toolkit.metrics.registry import table_columns
 
+from .protocols import Comparability
+
 PAPER_NAMES = {"overall": "Total", "change_only": "Semantic change", "color": "Color", "material": "Texture",
                "add": "Add", "drop": "Drop", "move": "Move", "distractor": "Distractor", "no_change": "No change"}
 SHORT = table_columns()
@@ -68,14 +70,20 @@ class RunLabel:
 
     @property
     def caveat(self) -> str:
-        return "" if self.comparable_with_rcc else f"Protocol {self.protocol}: NOT comparable with rcc-protocol numbers."
+        return self.comparability.sentence
 
     @property
     def row(self) -> str:
-        return self.name if self.comparable_with_rcc else f"{self.name} ({self.protocol} protocol, not comparable with rcc)"
+        return self.comparability.row(self.name)
+
+    @property
+    def comparability(self) -> Comparability:
+        return Comparability(self.protocol, self.comparable_with_rcc)
 
 
-def _tables(header: list[str], rows: list[list[str]], caption: str, label: RunLabel, layout: str) -> tuple[str, str]:
+def markdown_and_latex(header: list[str], rows: list[list[str]], caption: str, label: RunLabel,
+                       layout: str) -> tuple[str, str]:
+    """One table as markdown and as LaTeX, its caption saying what ``label`` says of the run."""
     from idc_toolkit.escape import latex, markdown_table
 
     caption = " ".join(t for t in (caption, label.shown, label.caveat) if t)
@@ -93,7 +101,7 @@ def total_semantic(result: Any, names: dict[str, str], label: RunLabel) -> tuple
     metrics = _metrics(result)
     header = [""] + [f"{names.get(g, g)} {SHORT[m]}" for g in blocks for m in metrics]
     row = [label.row] + [_cell(result.groups[g].scores.get(m)) for g in blocks for m in metrics]
-    return _tables(header, [row], "Total and semantic-change scores (x100), each group scored on its own."
+    return markdown_and_latex(header, [row], "Total and semantic-change scores (x100), each group scored on its own."
                    + choice_note(result, blocks, names), label, "total-semantic")
 
 
@@ -122,7 +130,7 @@ def by_type(result: Any, names: dict[str, str], label: RunLabel) -> tuple[str, s
         raise EvaluationError("--layout by-type needs categories (change types); this run has none")
     header = ["metric"] + [names.get(t, t) for t in types]
     rows = [[SHORT[m]] + [_cell(result.groups[t].scores.get(m)) for t in types] for m in _metrics(result)]
-    return _tables(header, rows, f"{label.name}: scores (x100) per change type, each type scored on its own."
+    return markdown_and_latex(header, rows, f"{label.name}: scores (x100) per change type, each type scored on its own."
                    + choice_note(result, types, names), label, "by-type")
 
 

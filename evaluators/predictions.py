@@ -14,10 +14,10 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
-from idc_toolkit.files import read_json, read_text
+from idc_toolkit.files import read_text
 from idc_toolkit.metrics.text import has_separator
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
@@ -60,77 +60,162 @@ def _caption(value: Any, where: str) -> str:
     return value
 
 
-def _no_duplicate_keys(path: Path):
-    """A ``json.loads`` hook: a key given twice in one object is an error (json keeps the last)."""
+#: how a predictions argument is given: a file, or ``{pair_id: caption}`` in memory
+Predictions = Union[str, Path, Mapping[str, str]]
+
+
+def source_name(predictions: Predictions) -> str:
+    """How a predictions argument is named in the outputs."""
+    return "<in memory>" if isinstance(predictions, Mapping) else str(predictions)
+
+
+@dataclass
+class Record:
+    """One caption of a reference or predictions file, where the file gives it."""
+
+    pair_id: Any
+    caption: Any
+    where: str  # "line 3", "item 0", "key 'x'", "annotation 2"
+    fields: Optional[dict[str, Any]] = None  # the record's object (JSON Lines, a results list)
+
+
+@dataclass
+class CaptionsFile:
+    """A reference or predictions file read and decoded once: its records, and the problems found
+    reading them (:func:`~.check_references.file_problems` adds those of their ids and captions)."""
+
+    path: Path
+    records: list[Record] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    data: Any = None  # the file's JSON value, where it is one (not JSON Lines)
+    #: several captions per id allowed: a coco annotation file or a {id: [captions]} mapping
+    references: bool = False
+
+
+def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:
+    offset = len(text[: exc.pos].encode("utf-8"))
+    return (f"{path}{where}: not JSON at byte {offset} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            f"it starts {text[:24]!r}")
+
+
+def _record_id(obj: dict[str, Any]) -> Any:
+    return obj.get("pair_id", obj.get("image_id"))
+
+
+def read_captions_file(path: Path | str) -> CaptionsFile:
+    """Every format the scorer reads (module docstring), parsed once: JSON Lines where the file is
+    named ``.jsonl`` or holds several JSON values, one JSON value otherwise."""
+    from idc_toolkit.files import UnreadableJSON, parse_json
+
+    path = Path(path)
+    text = read_text(path, EvaluationError, "reference or predictions file")
+    out = CaptionsFile(path)
+    repeated: list[str] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in pairs:
             if key in seen:
-                raise EvaluationError(f"{path}: key {key!r} appears twice in one JSON object; which caption is meant?")
+                repeated.append(key)
             seen[key] = value
         return seen
 
-    return hook
+    lines = path.suffix == ".jsonl" and bool(text.strip())
+    if not lines:
+        try:
+            out.data = parse_json(text, object_pairs_hook=hook)
+        except UnreadableJSON as exc:
+            out.problems.append(f"{path}: {exc}")
+            return out
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                out.problems.append(_not_json(path, text, exc))
+                return out
+            lines = True  # several JSON values: JSON Lines
+    if lines:
+        out.data = None
+        _read_lines(out, text)
+        return out
+    if repeated:
+        out.problems.append(f"{path}: id(s) {listed_ids(sorted(set(repeated)))} appear twice in one JSON object "
+                            "(JSON keeps the last: which caption is meant?)")
+    _read_value(out, out.data)
+    return out
+
+
+def _read_lines(out: CaptionsFile, text: str) -> None:
+    from idc_toolkit.files import UnreadableJSON, parse_json
+
+    # "\n" only: str.splitlines() also splits at U+2028 / U+0085, which are valid inside a
+    # JSON string (and in the toolkit's own predictions.jsonl, written with ensure_ascii=False)
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = parse_json(line)
+        except UnreadableJSON as exc:
+            out.problems.append(f"{out.path}: line {lineno}: {exc}")
+            continue
+        except json.JSONDecodeError as exc:
+            out.problems.append(_not_json(out.path, line, exc, f": line {lineno}"))
+            continue
+        if not isinstance(obj, dict):
+            out.problems.append(f"{out.path}: line {lineno}: expected an object with pair_id and caption")
+            continue
+        out.records.append(Record(_record_id(obj), obj.get("caption"), f"line {lineno}", obj))
+
+
+def _read_value(out: CaptionsFile, data: Any) -> None:
+    annotations = isinstance(data, dict) and isinstance(data.get("annotations"), list)
+    out.references = annotations or (isinstance(data, dict) and any(isinstance(v, list) for v in data.values()))
+    if annotations:
+        for i, ann in enumerate(data["annotations"]):
+            ann = ann if isinstance(ann, dict) else {}
+            out.records.append(Record(ann.get("image_id"), ann.get("caption"), f"annotation {i}"))
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            several = isinstance(value, list)
+            for k, caption in enumerate(value if several else [value]):
+                out.records.append(Record(key, caption, f"key {key!r}" + (f", reference {k}" if several else "")))
+    elif isinstance(data, list):
+        for i, obj in enumerate(data):
+            obj = obj if isinstance(obj, dict) else {}
+            out.records.append(Record(_record_id(obj), obj.get("caption"), f"item {i}", obj))
+    else:
+        out.problems.append(f"{out.path}: expected a coco annotation file, a mapping, a coco results list or JSON lines")
+
+
+def predictions_of(parsed: CaptionsFile) -> dict[str, str]:
+    """The ``{pair_id: caption}`` of a predictions file that :func:`~.check_references.file_problems`
+    passed: one caption per pair, and a record naming its pair twice names it once."""
+    path = parsed.path
+    if isinstance(parsed.data, dict):
+        return {str(pid): _caption(caption, f"{path}: key {pid!r}") for pid, caption in parsed.data.items()}
+    preds: dict[str, str] = {}
+    for r in parsed.records:
+        ids = {k: r.fields[k] for k in ("pair_id", "image_id") if r.fields.get(k) is not None}
+        if len(ids) == 2 and str(ids["pair_id"]) != str(ids["image_id"]):
+            raise EvaluationError(f"{path}: {r.where}: 'pair_id' {ids['pair_id']!r} and 'image_id' {ids['image_id']!r} "
+                                  "disagree; which pair is meant?")
+        preds[str(r.pair_id)] = r.caption
+    return preds
 
 
 def load_predictions(path: Path | str) -> dict[str, str]:
-    """Read a predictions file in any of the three formats; ids become strings."""
-    path = Path(path)
-    text = read_text(path, EvaluationError, "predictions file")
-    preds: dict[str, str] = {}
-    duplicates: list[str] = []
+    """Read a predictions file in any of its formats, refusing it with every problem
+    ``idc-eval check-references`` lists; ids become strings."""
+    from .check_references import refuse
 
-    def add_record(obj: dict[str, Any], where: str) -> None:
-        ids = {k: obj[k] for k in ("pair_id", "image_id") if obj.get(k) is not None}
-        if len(ids) == 2 and str(ids["pair_id"]) != str(ids["image_id"]):
-            raise EvaluationError(f"{where}: 'pair_id' {ids['pair_id']!r} and 'image_id' {ids['image_id']!r} disagree; "
-                                  "which pair is meant?")
-        add(next(iter(ids.values()), None), obj.get("caption"), where)
+    parsed = read_captions_file(path)
+    refuse(parsed)
+    return predictions_of(parsed)
 
-    def add(pid: Any, caption: Any, where: str) -> None:
-        if pid is None:
-            raise EvaluationError(f"{where}: no 'pair_id' / 'image_id'")
-        key = str(pid)
-        if key in preds:
-            duplicates.append(key)
-        preds[key] = _caption(caption, where)
 
-    lines_mode = path.suffix == ".jsonl"
-    data: Any = None
-    if not lines_mode:
-        try:
-            data = json.loads(text, object_pairs_hook=_no_duplicate_keys(path))
-        except json.JSONDecodeError as exc:
-            if exc.msg != "Extra data":
-                raise EvaluationError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-            lines_mode = True  # several JSON values: JSON Lines
-    if lines_mode:
-        # "\n" only: str.splitlines() also splits at U+2028 / U+0085, which are valid inside a
-        # JSON string (and in the toolkit's own predictions.jsonl, written with ensure_ascii=False)
-        for lineno, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise EvaluationError(f"{path}: line {lineno}: expected an object with pair_id and caption")
-            add_record(obj, f"{path}: line {lineno}")
-    elif isinstance(data, dict):
-        for pid, caption in data.items():
-            add(pid, caption, f"{path}: key {pid!r}")
-    elif isinstance(data, list):
-        for i, obj in enumerate(data):
-            if not isinstance(obj, dict):
-                raise EvaluationError(f"{path}: item {i} is not an object")
-            add_record(obj, f"{path}: item {i}")
-    else:
-        raise EvaluationError(f"{path}: expected a dict, a coco results list or JSON lines")
-    if duplicates:
-        raise EvaluationError(f"{path}: several predictions for pair(s) {listed_ids(sorted(set(duplicates)))}")
-    return preds
+def read_predictions(predictions: Predictions) -> dict[str, str]:
+    """``{pair_id: caption}`` of a predictions argument: a file (:func:`load_predictions`) or a mapping."""
+    if isinstance(predictions, Mapping):
+        return {str(k): v for k, v in predictions.items()}
+    return load_predictions(predictions)
 
 
 def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[str]]) -> str:
@@ -142,8 +227,11 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
 
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
     """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
-    path = Path(path)
-    data = read_json(path, EvaluationError, "references file")
+    from .check_references import refuse
+
+    parsed = read_captions_file(path)
+    refuse(parsed)
+    path, data = parsed.path, parsed.data
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}

@@ -67,6 +67,43 @@ def _is_no_change_text(text: str) -> bool:
     return text.strip().lower().rstrip(" .") in BLIP2IDC_NO_CHANGE
 
 
+#: what a protocol's numbers are not, when they are not rcc's
+_COMPARABLE = "comparable with rcc-protocol numbers"
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """The caveat of numbers scored under a protocol that is not comparable with rcc's, built
+    here alone in each phrasing the outputs use; empty where the protocol is comparable."""
+
+    protocol: str = "rcc"
+    comparable: bool = True
+
+    @classmethod
+    def of(cls, protocol: dict[str, Any]) -> "Comparability":
+        """From ``metrics.json``'s ``meta.protocol``."""
+        return cls(protocol["name"], protocol["comparable_with_rcc"])
+
+    @property
+    def heading(self) -> str:
+        """``metrics.md``'s first line, and idc-eval's."""
+        return f"Protocol: {self.protocol}" + ("" if self.comparable else f" (NOT {_COMPARABLE})")
+
+    @property
+    def sentence(self) -> str:
+        """A table caption's."""
+        return "" if self.comparable else f"Protocol {self.protocol}: NOT {_COMPARABLE}."
+
+    @property
+    def note(self) -> str:
+        """A leaderboard row's caveat."""
+        return "" if self.comparable else f"protocol {self.protocol}: not {_COMPARABLE}"
+
+    def row(self, name: str) -> str:
+        """A table row's label."""
+        return name if self.comparable else f"{name} ({self.protocol} protocol, not comparable with rcc)"
+
+
 @dataclass
 class Protocol:
     name: str = "rcc"
@@ -116,6 +153,15 @@ class Protocol:
         """Protocol-specific results for ``metrics.json`` (none for rcc)."""
         return {}
 
+    @property
+    def comparability(self) -> Comparability:
+        return Comparability(self.name, self.comparable_with_rcc)
+
+    def misfit_check(self, strict: bool) -> None:
+        """``--strict`` refuses a protocol applied to data it was not written for."""
+        if strict and self.misfit:
+            raise EvaluationError(f"{self.misfit}; refused under --strict")
+
 
 @dataclass
 class Blip2IdcProtocol(Protocol):
@@ -137,7 +183,7 @@ class Blip2IdcProtocol(Protocol):
                 out[pid] = rng.choice(refs)
                 replaced += 1
         self.notes.append(f"{replaced} no-change prediction(s) replaced by a random reference of their pair "
-                          "(BLIP2IDC's eval_utils.py); NOT comparable with rcc-protocol numbers")
+                          f"(BLIP2IDC's eval_utils.py); NOT {_COMPARABLE}")
         return out
 
     def kept_ids(self, ids):

@@ -86,3 +86,21 @@ def test_references_may_repeat_an_id_and_ids_absent_from_the_dataset_are_named(d
     preds.write_text(json.dumps({ids[0]: "x", "nope": "y"}))
     code, _, err = _run(capsys, preds, "--dataset", demo_dataset)
     assert code == 1 and f"1 id(s) are not in {demo_dataset} [test]: 'nope'" in err
+
+
+def test_scoring_parses_a_predictions_file_once_with_the_checks_parser(tmp_path, monkeypatch, capsys):
+    """The file is decoded once: the checks ``check-references`` lists and the captions scored come
+    from the same parse (JSON Lines by name, even with one line)."""
+    import idc_toolkit.files
+    from idc_toolkit.evaluators.predictions import load_predictions
+
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"pair_id": "a", "image_id": "a", "caption": "x"}\n')
+    code, out, _ = _run(capsys, one)
+    assert code == 0 and out == f"{one}: ok (1 ids, 1 captions)\n"
+    calls = []
+    real = idc_toolkit.files.parse_json
+    monkeypatch.setattr(idc_toolkit.files, "parse_json", lambda text, **kw: calls.append(text) or real(text, **kw))
+    whole = tmp_path / "p.json"
+    whole.write_text(json.dumps({"a": "x", "b": "y"}))
+    assert load_predictions(whole) == {"a": "x", "b": "y"} and len(calls) == 1

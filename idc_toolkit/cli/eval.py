@@ -103,10 +103,9 @@ def run_score(args) -> dict:
     if ev is None:  # a --shard job or a torchrun rank other than 0 of a judged run
         print(f"{shown_uri(str(args.out))}: this job's judgements are written; the job that completes the set scores")
         return {}
-    protocol = ev.metrics["meta"]["protocol"]
-    presentation = ev.metrics["meta"].get("presentation")
-    print(f"protocol: {protocol['name']}" + ("" if protocol["comparable_with_rcc"] else " (NOT comparable with rcc-protocol numbers)")
-          + (f"; presentation: {presentation}" if presentation else ""))
+    from ..evaluators.outputs import protocol_line
+
+    print(protocol_line(ev.metrics["meta"]))  # metrics.md's first line
     print(markdown_table(ev.result))
     if ev.metrics["meta"].get("judge_answers"):
         from ..metrics.judge_columns import answers_line
