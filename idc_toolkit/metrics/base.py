@@ -52,7 +52,9 @@ class Metric:
     #: True: only computed when asked for (needs something not every machine has)
     optional: ClassVar[bool] = False
 
-    def __init__(self, spice_jars: Optional[str] = None):
+    def __init__(self, **options: Any):
+        """``options``: the scoring's metric options (``spice_jars``: where a metric finds its
+        jars); each metric reads those it knows."""
         self.status = "ok"
 
     # -- what a metric needs before and around a scoring, asked of every family by generic code --
@@ -60,6 +62,12 @@ class Metric:
     def prewarm(cls) -> None:
         """Start, now, what a scoring of this family will need (a table to read, a process to
         start) while the caller imports and reads its files."""
+
+    @classmethod
+    def unavailable(cls, **options: Any) -> Optional[str]:
+        """Why this metric cannot run on this machine with ``options`` (``None``: it can): an
+        :attr:`optional` one that cannot is left out of the default metrics."""
+        return None
 
     @classmethod
     def check_inputs(cls, ids: Sequence[str], hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:

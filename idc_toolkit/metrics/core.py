@@ -52,7 +52,7 @@ def build_cache(
         from ..errors import EvaluationError
 
         raise EvaluationError(f"no pair has a reference: nothing for {', '.join(families)} to score")
-    metrics: dict[str, Metric] = {f: metric_class(f)(spice_jars=spice_jars) for f in families}
+    metrics: dict[str, Metric] = {f: metric_class(f)(spice_jars=spice_jars) for f in families}  # the metric options
     if len(captioned) < len(ids):
         metrics = {f: OnSubset(m, captioned, len(ids)) for f, m in metrics.items()}
     metrics.update({m.family: m for m in extra})
@@ -175,9 +175,8 @@ def score_groups(
                 scores[gname] = {k: None for k in every_column}
         say(f"scored {len(group_indices)} group(s)")
         results = {g: GroupScores(g, len(idx), scores[g]) for g, idx in group_indices.items()}
-        spice = cache.metrics.get("SPICE")
-        spice_status = spice.status if spice is not None else "not requested"
-        result = ScoreResult(cache.ids, results, per_pair, every_column, spice_status, cache, group_indices,
+        statuses = {f: m.status for f, m in cache.metrics.items() if m.optional}  # why an optional one gave nothing
+        result = ScoreResult(cache.ids, results, per_pair, every_column, statuses, cache, group_indices,
                              scorer=implementation)
         if bootstrap > 0:
             from .bootstrap import bootstrap_intervals

@@ -26,11 +26,9 @@ def metric_class(family: str):
 
 def default_families(spice_jars: Optional[str] = None) -> tuple[str, ...]:
     """What runs when no ``--metrics`` is given: every metric whose requirements this machine has.
-    An optional one (SPICE without its CoreNLP jars) runs, and warns, only when asked for by name."""
-    from .spice import spice_jar_dir, spice_unavailable_reason
-
-    jars_ready = spice_unavailable_reason(spice_jar_dir(spice_jars)) is None
-    return tuple(f for f in METRICS if not metric_class(f).optional or jars_ready)
+    An optional one that cannot run here (:meth:`~.base.Metric.unavailable`) runs, and warns,
+    only when asked for by name."""
+    return tuple(f for f in METRICS if not metric_class(f).optional or metric_class(f).unavailable(spice_jars=spice_jars) is None)
 
 
 def resolve_families(names: Optional[Sequence[str]]) -> tuple[str, ...]:

@@ -42,8 +42,14 @@ class ScoreResult:
     groups: dict[str, GroupScores]
     per_pair: dict[str, np.ndarray]
     metrics: tuple[str, ...]
-    spice_status: str
+    #: each optional metric's status ("ok" or why it gave no score), by family
+    statuses: dict[str, str]
     cache: PairCache
     group_indices: dict[str, list[int]]
     ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     scorer: str = "python"  #: which implementation of the jars' tools scored (:mod:`.implementation`)
+
+    @property
+    def spice_status(self) -> str:
+        """SPICE's status, as ``metrics.json`` records it ("not requested" where it was not)."""
+        return self.statuses.get("SPICE", "not requested")

@@ -124,10 +124,14 @@ class Spice(Metric):
     paper_columns = {"SPICE": "S"}
     optional = True
 
-    def __init__(self, spice_jars: Optional[str] = None):
-        super().__init__(spice_jars)
+    def __init__(self, spice_jars: Optional[str] = None, **options):
+        super().__init__(**options)
         self.jar_dir = spice_jar_dir(spice_jars)
         self.values: Optional[np.ndarray] = None
+
+    @classmethod
+    def unavailable(cls, spice_jars: Optional[str] = None, **options) -> Optional[str]:
+        return spice_unavailable_reason(spice_jar_dir(spice_jars))
 
     def compute(self, hypotheses, references) -> None:
         outcome = run_spice(hypotheses, references, self.jar_dir)
