@@ -370,10 +370,25 @@ def prepare(
     """Align predictions with references; every problem is an error or a counted warning. A pair
     with no reference that asks a multiple-choice question (``refs.columns``) is scored on that
     alone; one that has neither is an error."""
-    from idc_toolkit.multiple_choice import QUESTION, asks
-
-    questions = refs.columns.get(QUESTION) or {}
     warnings: list[str] = []
+    missing = missing_pairs(predictions, refs, allow_missing, warnings)
+    references = scored_references(predictions, refs, drop_empty_references, warnings)
+    hypotheses = {pid: predictions[pid] for pid in references}
+    with_separators = sum(1 for h in hypotheses.values() if has_separator(h)) + sum(
+        1 for caps in references.values() for c in caps if has_separator(c)
+    )
+    if with_separators:
+        warnings.append(f"{with_separators} caption(s) contained line separators; each was replaced by a space")
+    empty_preds = sum(1 for h in hypotheses.values() if not h.strip())
+    if empty_preds:
+        warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
+    groups = breakdown_groups(refs, list(references), warnings) if breakdown else {}
+    return Prepared(hypotheses, references, groups, {p: refs.categories.get(p) for p in references}, warnings, len(missing))
+
+
+def missing_pairs(predictions: dict[str, str], refs: References, allow_missing: bool, warnings: list[str]) -> list[str]:
+    """The reference pairs without a prediction (an error unless ``allow_missing``); a prediction
+    for a pair the references do not have is always one."""
     extra = [pid for pid in predictions if pid not in refs.captions]
     if extra:
         raise EvaluationError(
@@ -387,14 +402,23 @@ def prepare(
         )
     if missing:
         warnings.append(f"{len(missing)} {MISSING_NOTE}")
+    return missing
+
+
+def scored_references(predictions: dict[str, str], refs: References, drop_empty_references: bool,
+                      warnings: list[str]) -> dict[str, list[str]]:
+    """The references of the predicted pairs (empty strings dropped where asked); a pair left with
+    none that asks no question is an error."""
+    from idc_toolkit.multiple_choice import QUESTION, asks
+
+    questions = refs.columns.get(QUESTION) or {}
     references: dict[str, list[str]] = {}
     empty_refs = 0
     no_refs: list[str] = []
     for pid, caps in refs.captions.items():
         if pid not in predictions:
             continue
-        n_empty = sum(1 for c in caps if not c.strip())
-        empty_refs += n_empty
+        empty_refs += sum(1 for c in caps if not c.strip())
         kept = [c for c in caps if c.strip()] if drop_empty_references else list(caps)
         if not kept and not asks(questions.get(pid)):
             no_refs.append(pid)
@@ -409,42 +433,35 @@ def prepare(
                 f"{empty_refs} empty reference(s) kept, as coco-caption keeps them (published scores include them); "
                 "--drop-empty-references drops them"
             )
-    hypotheses = {pid: predictions[pid] for pid in references}
-    with_separators = sum(1 for h in hypotheses.values() if has_separator(h)) + sum(
-        1 for caps in references.values() for c in caps if has_separator(c)
-    )
-    if with_separators:
-        warnings.append(f"{with_separators} caption(s) contained line separators; each was replaced by a space")
-    empty_preds = sum(1 for h in hypotheses.values() if not h.strip())
-    if empty_preds:
-        warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
-    groups: dict[str, list[str]] = {}
-    if breakdown:
-        from .groups import IOU_GROUPS, iou_groups
+    return references
 
-        taken = RESERVED_GROUPS | (frozenset(IOU_GROUPS) if refs.ious else frozenset())
-        reserved = sorted(taken & ({str(c) for c in refs.categories.values() if c is not None}
-                                   | {c for cats in refs.memberships.values() for c in cats}))
-        if reserved:
-            raise EvaluationError(f"category name(s) {', '.join(map(repr, reserved))} are reserved for the toolkit's own "
-                                  f"rows ({', '.join(sorted(taken))}); rename them in {refs.source} or the category map")
-        for pid in references:
-            for cat in refs.groups_of(pid):
-                groups.setdefault(str(cat), []).append(pid)
-        several = [pid for pid in references if len(refs.memberships.get(pid, ())) > 1]
-        if several:
-            warnings.append(f"{len(several)} pair(s) are listed under several categories and are scored in each "
-                            f"(as RCC's evaluate.py does): {listed_ids(several)}")
-        rank = {name: k for k, name in enumerate(refs.category_order)}
-        groups = dict(sorted(groups.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
-        if groups and NO_CHANGE_CATEGORIES & set(groups):
-            groups["change_only"] = [
-                pid for pid in references
-                if any(c not in NO_CHANGE_CATEGORIES for c in refs.groups_of(pid))
-            ]
-    if breakdown and refs.ious:
-        groups.update(iou_groups(refs.ious, list(references), refs.categories, refs.source))
-    counts = Counter(refs.categories.get(pid) for pid in references)
-    if breakdown and None in counts and len(counts) > 1:
+
+def breakdown_groups(refs: References, ids: list[str], warnings: list[str]) -> dict[str, list[str]]:
+    """The groups each scored on its own: the categories (a pair listed under several in each),
+    ``change_only`` beside no-change categories, and the viewpoint-difficulty groups."""
+    from .groups import IOU_GROUPS, iou_groups
+
+    taken = RESERVED_GROUPS | (frozenset(IOU_GROUPS) if refs.ious else frozenset())
+    reserved = sorted(taken & ({str(c) for c in refs.categories.values() if c is not None}
+                               | {c for cats in refs.memberships.values() for c in cats}))
+    if reserved:
+        raise EvaluationError(f"category name(s) {', '.join(map(repr, reserved))} are reserved for the toolkit's own "
+                              f"rows ({', '.join(sorted(taken))}); rename them in {refs.source} or the category map")
+    groups: dict[str, list[str]] = {}
+    for pid in ids:
+        for cat in refs.groups_of(pid):
+            groups.setdefault(str(cat), []).append(pid)
+    several = [pid for pid in ids if len(refs.memberships.get(pid, ())) > 1]
+    if several:
+        warnings.append(f"{len(several)} pair(s) are listed under several categories and are scored in each "
+                        f"(as RCC's evaluate.py does): {listed_ids(several)}")
+    rank = {name: k for k, name in enumerate(refs.category_order)}
+    groups = dict(sorted(groups.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+    if groups and NO_CHANGE_CATEGORIES & set(groups):
+        groups["change_only"] = [pid for pid in ids if any(c not in NO_CHANGE_CATEGORIES for c in refs.groups_of(pid))]
+    if refs.ious:
+        groups.update(iou_groups(refs.ious, ids, refs.categories, refs.source))
+    counts = Counter(refs.categories.get(pid) for pid in ids)
+    if None in counts and len(counts) > 1:
         warnings.append(f"{counts[None]} pair(s) have no category and appear only in 'overall'")
-    return Prepared(hypotheses, references, groups, {p: refs.categories.get(p) for p in references}, warnings, len(missing))
+    return groups
