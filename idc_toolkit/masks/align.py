@@ -174,9 +174,8 @@ def _lut(a: float, b: float, g: float) -> np.ndarray:
 @dataclass
 class _Samples:
     """:func:`fit_tone`'s sampled pixels, and what each of its fits and residuals asks of them,
-    computed once a pair (recomputed in every call, with the residuals not in place, the tone fit
-    took 5.2 ms a pair at 224x224; now 3.2, the same curves bit for bit, measured): all arrays are
-    (N, 3), one row a pixel, one column a channel."""
+    computed once a pair rather than in every fit: all arrays are (N, 3), one row a pixel, one
+    column a channel."""
 
     y: np.ndarray  #: after levels (float64)
     flat: np.ndarray  #: before level + 256 x channel: the pixel's bin in a (3, 256) table, raveled
@@ -204,7 +203,7 @@ def _residuals(s: _Samples, luts: np.ndarray) -> np.ndarray:
 
 
 #: rounds of :func:`_fit`'s clip-aware refit (it stops earlier once the curve stays the same;
-#: four gave the same masks on benchmarks/mask_quality.py, within 0.002, for 0.4 ms more a pair at 224x224)
+#: more gave the same masks on benchmarks/mask_quality.py)
 CLIP_ROUNDS = 2
 
 
@@ -269,9 +268,8 @@ def fit_tone(before: np.ndarray, after: np.ndarray, sample: int = 4) -> np.ndarr
     best, best_cost = starts[0], np.inf
     half = len(x) // 2
     for luts in starts:
-        # concentration steps of least trimmed squares, the second one clip-aware (in every fit
-        # it cost 3 ms a pair at 224x224, 70% of the tone fit, for no better masks; in the final
-        # refit alone a distractor-only pair reached 2.06%)
+        # concentration steps of least trimmed squares, the second one clip-aware (here, not in
+        # every fit: there it cost most of the tone fit for no better masks)
         for clip_aware in (False, True):
             score = _residuals(s, luts)
             keep = score <= np.partition(score, half)[half]

@@ -77,8 +77,7 @@ def build_cache(
             pos += k
         for m in metrics.values():
             if m.background:
-                # METEOR's cut paraphrase table took 1.5 s instead of 0.2 s when written while
-                # BLEU and CIDEr held the interpreter (measured, fresh idc-eval on 8,000 pairs)
+                # before the others hold the interpreter: a JVM's cut table is written here
                 m.prepare(cache.hypotheses, cache.references)
         errors: list[BaseException] = []
 

@@ -33,17 +33,14 @@ from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
 #: JVM settings that change how fast METEOR runs, never what it answers (Java's arithmetic is
-#: strict). Loading the paraphrase table allocates heavily and compiles much: with the
-#: throughput collector, the whole heap committed up front and two JIT threads, a fresh
-#: ``idc-eval --metrics METEOR`` on 8,000 pairs x 5 references took 13.9-15.1 s instead of
-#: 19.8 s of JDK 17's defaults (G1, growing heap) on 2 cores, and 19-21 CPU-s instead of 28.6.
-#: Not part of the statistics cache's key, since they do not change a statistic.
+#: strict), so not part of the statistics cache's key: loading the paraphrase table allocates
+#: heavily and compiles much, which the throughput collector and a committed heap serve best.
 JVM_TUNING = ["-XX:+UseParallelGC", "-Xms2G", "-XX:CICompilerCount=2"]
 #: a JVM with fewer segments than this to align compiles with C1 alone: C2's compilations do not
 #: pay back in so short a run (same or less time with about half the CPU; benchmarks/README.md#meteors-compiler)
 C1_ONLY_BELOW = 4000
 #: the longest caption METEOR is given: its aligner's memory grows with the product of the
-#: lengths, and a 240 kB caption exhausts the JVM's 2 GB (measured); IDC captions are < 500.
+#: lengths (a 240 kB caption exhausts the JVM's 2 GB); IDC captions are < 500.
 MAX_METEOR_CHARS = 20_000
 
 
@@ -242,9 +239,8 @@ _SHARED: list[list[MeteorProcess]] = []  # the JVMs lent to every METEOR metric 
 def one_jvm_set():
     """Inside the block every METEOR metric aligns and scores on the same JVMs. For callers
     that use their metrics one at a time, as ``compare`` does with its two systems (build A,
-    build B, then resample A and B in turn): the second system no longer loads a JVM of its
-    own while the first one's sits idle (measured on 10 pairs, 2 cores: 19.1 s -> 11.4 s for
-    ``idc-eval compare``). The JVMs return to the idle pool when the block ends."""
+    build B, then resample A and B in turn): the second system loads no JVM of its own while
+    the first one's sits idle. The JVMs return to the idle pool when the block ends."""
     with _IDLE_LOCK:
         if _SHARED:
             raise RuntimeError("one_jvm_set() does not nest")
@@ -316,9 +312,8 @@ atexit.register(close_idle_processes)
 
 def meteor_workers() -> int:
     """JVMs that align segments in parallel: ``IDC_METEOR_WORKERS``, else one per 4 cores
-    (at most 4). With the whole paraphrase table each JVM spent ~6 s of one core loading it
-    before it aligned anything, so on a 2-core machine two JVMs were slower than one (measured
-    on 8,000 pairs: 12.9 s against 10.0 s); the split pays where cores are plenty."""
+    (at most 4): each JVM loads the paraphrase table before it aligns anything, so the split
+    pays only where cores are plenty."""
     import os
 
     value = os.environ.get("IDC_METEOR_WORKERS")
@@ -369,7 +364,7 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
 
 
 #: segments from which the Python aligner runs in a child process, beside BLEU, ROUGE-L and CIDEr
-#: (8,000 segments: 2.2 s there against 1.2 s in a thread that holds the others' interpreter lock)
+#: (a thread would hold their interpreter lock; a smaller job does not pay back the process's start)
 CHILD_FROM = 2000
 #: segments per block of the shared job: small enough for the two cores to meet near the middle
 BLOCK = 400

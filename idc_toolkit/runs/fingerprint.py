@@ -108,10 +108,8 @@ def files_sha256(paths: list[Path | str], progress: bool = False) -> list[str]:
     ``rsync -a`` and ``tar`` cannot restore), besides path, size and mtime. A file replaced by
     another of the same size and mtime is therefore hashed again.
 
-    One read of the cache for all ``paths`` and at most one write: a lookup per file, each
-    reading and rewriting the whole cache, took 14.8 s for 2,000 shards of 100 KB the first
-    time and 2.4 s once cached; one lookup for all takes 0.32 s and 0.14 s
-    (``benchmarks/input_fingerprint.py``). ``progress``: a bar over the bytes still to hash
+    One read of the cache for all ``paths`` and at most one write, not a whole-cache read and
+    rewrite per file (``benchmarks/input_fingerprint.py``). ``progress``: a bar over the bytes still to hash
     where they reach :data:`PROGRESS_BYTES` (a first run on a 100 GB dataset reads for a
     minute or more before its first row)."""
     resolved = [Path(p).resolve() for p in paths]
