@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,10 +34,12 @@ from .. import __version__
 from ..cards.croissant import CROISSANT_FILE
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
-from ..checks import positive_int
-from ..runs import EngineArgs, PartOutput, RunFolder, assemble, open_split, path_content, run_job
+from ..runs import PartOutput, RunFolder, assemble, open_split, path_content, run_job
+from ..runs.columns import inputs, run_args
+from ..runs.fingerprint import recorded
 from ..runs.rows import ListRows, decode_image
 from ..schema import CATEGORY, pair_features
+from .args import AugmentArgs, AugmentConfig, Models
 from .editor import edit_seed, editor_input
 from .paraphrase import TEMPERATURE, TOP_P
 
@@ -59,37 +61,6 @@ EXTRA_DOCS = {
     "clip_directional_similarity": "CLIP directional similarity of the edit to the instruction (null without --clip-model)",
 }
 REPORT_FILE = "augment_report.json"
-
-
-@dataclass
-class AugmentConfig:
-    """The recipe's settings; the defaults are idc-toolkit's choices where the paper gives none
-    (steps, guidance scales, resolution, tries)."""
-
-    edits_per_image: int = 8
-    paraphrases: int = 4
-    seed: int = 0
-    steps: int = 20
-    guidance_scale: float = 7.5
-    image_guidance_scale: float = 1.5
-    resolution: int = 512
-    rows_per_part: int = 16
-    paraphrase_tries: int = 3
-    clip_filter: Optional[float] = None
-    #: no image editing: the source pairs as they are, captions = instruction + paraphrases
-    #: (how Syned's test references were written)
-    paraphrase_only: bool = False
-
-
-@dataclass
-class Models:
-    """Which models the task loads in :meth:`AugmentTask.setup` (names or local folders)."""
-
-    editor: Optional[str]
-    paraphraser: str
-    clip_model: Optional[str] = None
-    clip_checkpoint: Optional[str] = None
-    clip_config: Optional[str] = None
 
 
 def _png(image) -> bytes:
@@ -174,47 +145,65 @@ class AugmentTask:
         return PartOutput(out, stats)
 
 
-def augment_dataset(source: str, out_dir: Path | str, models: Models, cfg: AugmentConfig, split: str = "train",
-                    instruction_column: Optional[str] = None, device: str = "cpu", overwrite: bool = False,
-                    progress: bool = True, limit: Optional[int] = None, engine: Optional[EngineArgs] = None) -> dict[str, Any]:
-    """Write the augmented dataset (see module docstring); returns the report. ``limit``: only the
-    split's first rows (a trial run); ``engine``: which block of rows this job writes and with which engine."""
-    out = output_folder(out_dir, IDCError)
-    source = input_folder(source, IDCError, progress)  # a store's dataset: its local copy
+def values(args: Any, options_cls: type) -> dict[str, Any]:
+    """The fields of ``options_cls`` (a part of :class:`AugmentArgs`) as ``args`` holds them, in their order."""
+    return {f.name: getattr(args, f.name) for f in fields(options_cls)}
+
+
+def augment_dataset(source: Optional[str] = None, out_dir: Optional[Path | str] = None, args: Optional[AugmentArgs] = None,
+                    **fields_: Any) -> dict[str, Any]:
+    """Write the augmented dataset (see module docstring); returns the report. ``args`` is an
+    :class:`~.args.AugmentArgs` (or ``fields_`` make one: ``paraphraser=``, ``editor=``,
+    ``steps=``, ``limit=``, ``shard=``, ...); ``source`` and ``out_dir`` are its ``dataset`` and
+    ``out``. ``models=`` (a :class:`~.args.Models`), ``cfg=`` (an :class:`~.args.AugmentConfig`)
+    and ``engine=`` (an :class:`~idc_toolkit.runs.EngineArgs`) give their fields, as before."""
+    from ..devices import resolve_device
+
+    parts = [values(part, type(part)) for part in (fields_.pop("cfg", None), fields_.pop("models", None)) if part is not None]
+    a = run_args(AugmentArgs, args, **{k: v for part in parts for k, v in part.items()}, **fields_,
+                 **inputs(source, out_dir))
+    if not a.paraphraser:
+        raise IDCError("--paraphraser is needed: the chat model that writes the references")
+    out = output_folder(a.out, IDCError)
+    progress, split = a.progress, a.split
+    source = input_folder(a.dataset, IDCError, progress)  # a store's dataset: its local copy
     rows, src_features, src_fp = open_split(source, split, progress)
-    if limit is not None:
-        rows = ListRows(rows.read(0, min(positive_int("--limit", limit), len(rows))))
-    column = instruction_column or "captions"
+    if a.limit is not None:
+        rows = ListRows(rows.read(0, min(a.limit, len(rows))))
+    column = a.instruction_column or "captions"
     for needed in ("pair_id", "before", column):
         if needed not in src_features:
             raise IDCError(f"{source} [{split}] has no {needed!r} column")
-    if cfg.clip_filter is not None and not models.clip_model:
+    if a.clip_filter is not None and not a.clip_model:
         raise IDCError("--clip-filter needs --clip-model (and --clip-checkpoint for real weights)")
-    if not cfg.paraphrase_only and not models.editor:
+    if not a.paraphrase_only and not a.editor:
         raise IDCError("--editor is needed (or --paraphrase-only to write paraphrased references without editing)")
     categories = src_features[CATEGORY].names if isinstance(src_features.get(CATEGORY), ClassLabel) else None
-    features = src_features if cfg.paraphrase_only else pair_features(categories, EXTRA)
-    fields = {"input": src_fp, "split": split, "instruction_column": column, **asdict(cfg), **asdict(models),
-              "editor_sha256": path_content(models.editor), "paraphraser_sha256": path_content(models.paraphraser),
-              "clip_checkpoint_sha256": path_content(models.clip_checkpoint), "clip_config": path_content(models.clip_config),
-              "toolkit": __version__, **({"limit": limit} if limit is not None else {})}  # runs without one keep their fingerprint
-    folder = RunFolder(out, "augment", fields, owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE),
-                       progress=progress).open(overwrite)
+    features = src_features if a.paraphrase_only else pair_features(categories, EXTRA)
+    options = recorded(a)
+    if a.limit is None:  # runs without one keep their fingerprint
+        del options["limit"]
+    run_fields = {"input": src_fp, **options, "editor_sha256": path_content(a.editor),
+                  "paraphraser_sha256": path_content(a.paraphraser),
+                  "clip_checkpoint_sha256": path_content(a.clip_checkpoint), "toolkit": __version__}
+    folder = RunFolder(out, "augment", run_fields, owned=("data", "README.md", CROISSANT_FILE, REPORT_FILE),
+                       progress=progress).open(a.overwrite)
     if folder.complete:
         return {**json.loads((out / REPORT_FILE).read_text()), "complete": True, "already_done": True}
-    task = AugmentTask(models, cfg, column, features, categories is not None, progress)
-    out_split = split if cfg.paraphrase_only else "train"  # paraphrased references keep their split
-    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=cfg.rows_per_part, engine=engine, device=device,
+    task = AugmentTask(a, a, column, features, categories is not None, progress)
+    out_split = split if a.paraphrase_only else "train"  # paraphrased references keep their split
+    device = resolve_device(a.device) if a.engine == "local" else a.device
+    outcome = run_job(folder, {out_split: rows}, task, rows_per_part=a.rows_per_part, engine=a, device=device,
                       progress=progress, desc="idc-augment")
     report: dict[str, Any] = {"complete": outcome.complete, "parts_done": outcome.parts_written, "parts": outcome.parts_total}
     if outcome.complete and outcome.is_main:
         def stage(final: Path) -> None:
             summary = assemble(folder, [out_split], features, final)[out_split]
-            params = {**asdict(cfg), "source": str(source), "source_split": split, **asdict(models)}
+            params = {**values(a, AugmentConfig), "source": str(source), "source_split": split, **values(a, Models)}
             totals = summary.stats
             (final / REPORT_FILE).write_text(json.dumps({"parameters": params, **totals}, indent=2) + "\n")
-            _write_card(final, source, features, out_split, summary, cfg, models, params, folder.record())
-            _write_croissant(final, source, features, out_split, summary, cfg, models, column)
+            _write_card(final, source, features, out_split, summary, a, a, params, folder.record())
+            _write_croissant(final, source, features, out_split, summary, a, a, column)
 
         folder.finalise(stage)
         totals = json.loads((out / REPORT_FILE).read_text())

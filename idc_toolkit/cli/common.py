@@ -68,13 +68,14 @@ def add_engine_options(p) -> None:
     add_options(p, EngineArgs, cli_fields(EngineArgs))
 
 
-def add_run_options(p, options_cls: type) -> None:
-    """The options of a :class:`~idc_toolkit.runs.args.RunArgs` class, the engine's last."""
+def add_run_options(p, options_cls: type, required: tuple[str, ...] = ()) -> None:
+    """The options of a :class:`~idc_toolkit.runs.args.RunArgs` class, the engine's last;
+    ``required``: as :func:`~idc_toolkit.options.add_options` takes it."""
     from ..options import add_options, cli_fields
     from ..runs import EngineArgs
 
     engine = cli_fields(EngineArgs)
-    add_options(p, options_cls, [name for name in cli_fields(options_cls) if name not in engine] + engine)
+    add_options(p, options_cls, [name for name in cli_fields(options_cls) if name not in engine] + engine, required=required)
 
 
 def engine_args(args: argparse.Namespace):
