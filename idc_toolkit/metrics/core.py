@@ -17,13 +17,11 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from .base import Metric, OnSubset
-from .registry import all_columns, columns, metric_class, resolve_families
+from .registry import columns, metric_class, resolve_families
 from .results import GroupScores, PairCache, ScoreResult
 from .text import sanitize_caption
 from .tokenizer import ptb_tokenize_blocks
 
-#: every score column, in table order (derived from the registry)
-METRICS = all_columns()
 
 
 def build_cache(
