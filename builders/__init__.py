@@ -27,7 +27,7 @@ BUILDERS = Registry("dataset", {
     "vlm_subtlebench": "idc_toolkit.builders.vlm_subtlebench:VLMSubtleBench",
     "wuicc": "idc_toolkit.builders.wuicc:WUICC",
     "folder": "idc_toolkit.builders.folder:FolderOfPairs",
-}, summary=lambda cls: cls.card.pretty_name)
+}, summary=lambda cls: cls.card.pretty_name, base_cls="idc_toolkit.building.builder:PairBuilder")
 
 
 def get_builder_class(name: str) -> type[PairBuilder]:

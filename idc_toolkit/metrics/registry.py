@@ -17,7 +17,7 @@ METRICS = Registry("metric", {
     "ROUGE_L": "idc_toolkit.metrics.rouge:RougeL",
     "CIDEr": "idc_toolkit.metrics.cider:CiderD",
     "SPICE": "idc_toolkit.metrics.spice:Spice",
-})
+}, base_cls="idc_toolkit.metrics.base:Metric")
 
 
 def metric_class(family: str):
