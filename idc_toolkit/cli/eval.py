@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from ..errors import IDCError
+from ..options import option
 from ..stores import shown_uri
 from . import common
 
@@ -39,6 +42,22 @@ def _add_args(p: argparse.ArgumentParser, args_cls: type, required: tuple[str, .
         add_options(p.add_argument_group("LLM judge (docs/scoring.md)"), args_cls, judge)
 
 
+def _model_names() -> list[str]:
+    from ..models.registry import MODELS
+
+    return MODELS.names()
+
+
+@dataclass
+class ScoreWhat:
+    """What ``idc-eval`` scores (one of the two) and how it reports."""
+
+    predictions: Optional[str] = option(None, "JSON {id: caption}, coco results list, or JSONL")
+    model: Optional[str] = option(None, "run a checkpoint first (`--model NAME --help` shows its options)",
+                                  choices=_model_names)
+    progress: bool = option(True, "hide progress bars")
+
+
 def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``model``, that runner's own options are added (and shown by --help)."""
     from ..models.args import GenerateArgs
@@ -49,9 +68,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
                             for name, (make, _) in SUBCOMMANDS.items())
     p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
                                   f"score it. Subcommands (each with --help): {subcommands}.")
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--predictions", help="JSON {id: caption}, coco results list, or JSONL")
-    what.add_argument("--model", choices=MODELS.names(), help="run a checkpoint first (`--model NAME --help` shows its options)")
+    add_options(p.add_mutually_exclusive_group(required=True), ScoreWhat, ["predictions", "model"])
     m = p.add_argument_group("checkpoint runs (--model)")
     add_options(m, GenerateArgs, cli_fields(GenerateArgs))
     common.add_engine_options(p.add_argument_group("run engine (--model's captions, --judge's judgements)"))
@@ -63,7 +80,7 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     from ..evaluators.args import EvalArgs
 
     _add_args(p, EvalArgs, required=("out",))
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_options(p, ScoreWhat, ["progress"])
     return p
 
 
@@ -92,13 +109,13 @@ def run_score(args) -> dict:
     from ..evaluators.scoring import evaluate
 
     def progress(line: str) -> None:
-        if not args.no_progress:
+        if args.progress:
             print(f"[idc-eval] {line}", file=sys.stderr, flush=True)
 
     from ..evaluators.args import EvalArgs
     from ..options import from_namespace
 
-    ev = evaluate(args.predictions, from_namespace(EvalArgs, args), progress=None if args.no_progress else progress,
+    ev = evaluate(args.predictions, from_namespace(EvalArgs, args), progress=progress if args.progress else None,
                   engine=common.engine_args(args))
     if ev is None:  # a --shard job or a torchrun rank other than 0 of a judged run
         print(f"{shown_uri(str(args.out))}: this job's judgements are written; the job that completes the set scores")
@@ -305,14 +322,14 @@ def run_model(args) -> None:
     if world > 1 and run.device == "cuda":
         run.device = f"cuda:{local_rank}"
     path = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out),
-                                options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
+                                options=cls.options(args), overwrite=args.overwrite, progress=args.progress,
                                 engine=common.engine_args(args))
     back = None
     if args.reverse:  # the same pairs, before and after swapped: what reversibility is scored on
         from ..models.generation import REVERSED_DIR
 
         back = generate_predictions(cls, run, dataset=args.dataset, split=args.split, out_dir=Path(args.out) / REVERSED_DIR,
-                                    options=cls.options(args), overwrite=args.overwrite, progress=not args.no_progress,
+                                    options=cls.options(args), overwrite=args.overwrite, progress=args.progress,
                                     engine=common.engine_args(args), swap=True)
     if rank != 0 and not args.judge:  # rank 0 scores what every rank generated (every rank judges it)
         return
