@@ -12,20 +12,9 @@ from ..options import check_fields, option
 from ..runs.args import RunArgs
 
 
-#: the pipeline's revision: bumped whenever the same :class:`MaskParams` give other masks (2:
-#: the plain difference in RGB, the clean-pair growth; 3: seeds by plain difference on clean
-#: pairs; 4: seeds and growth by plain difference on still pairs with white noise; 5: seeds by
-#: the directed envelope on pairs with a sub-pixel remainder; 6: clean pairs cluster with
-#: ``clean_min_samples`` / ``clean_min_region``, their per-pixel masks (``fill_holes=False``)
-#: are not closed, and the tone fit knows that its model clips; 7: on pairs with a sub-pixel
-#: remainder the growth follows the directed envelope, ``subpixel_grow_k``; 8: on pairs that are not
-#: clean the growth also follows the plain difference against pixels of like texture,
-#: ``texture_grow_k``, and small clusters that stand no clearer than those pixels are dropped,
-#: ``prune_k`` / ``prune_pixels``; 9: every step that did not earn its parameters on held-out
-#: photographs removed: the white-noise path, the directed envelope's seeds and growth, the clean
-#: pairs' growth, the growth's guard ratio (now: not where the envelope distance is 0) and the noisy
-#: pairs' smallest cluster (``benchmarks/mask_quality.md``, revision 9)). A masks run records it,
-#: so a folder begun by another revision is refused on resume instead of mixing two revisions' masks.
+#: the pipeline's revision, bumped whenever the same :class:`MaskParams` give other masks: a masks run
+#: records it, so a folder begun by another revision is refused on resume instead of mixing two
+#: revisions' masks
 PIPELINE_REVISION = 9
 
 
