@@ -49,7 +49,7 @@ def main() -> None:
             configs.append(("davir", str(save_tiny_instructblip(tmp / "iblip")), None))
         for name, base, adapter in configs:
             runner = get_runner_class(name)(base, adapter, device, "auto", DatasetFacts(builder="clevr_change", pair_style="scene"),
-                                            max_new_tokens=args.max_new_tokens)
+                                            options={"max_new_tokens": args.max_new_tokens})
             # every pair generates the same number of tokens: random weights would stop at once
             for model in (runner.model, runner.model.language_model):  # BLIP-2's LM generates under its own config
                 model.generation_config.min_new_tokens = runner.inputs.max_new_tokens

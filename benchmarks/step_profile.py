@@ -256,7 +256,7 @@ def profile_generation(name: str, base: Path, rows: list, batch: int, new_tokens
     from idc_toolkit.models.registry import get_runner_class
 
     runner = get_runner_class(name)(str(base), None, "cpu", "float32", DatasetFacts(builder="clevr_change", pair_style="scene"),
-                                    max_new_tokens=new_tokens)
+                                    options={"max_new_tokens": new_tokens})
     for model in (runner.model, runner.model.language_model):  # BLIP-2's LM generates under its own config
         model.generation_config.min_new_tokens = new_tokens  # random weights would stop at once
     clock = Clock("the rest (generate's loop: logits processing, stopping, caches)")

@@ -82,7 +82,7 @@ def real_size_configs() -> dict:
 def real_size_estimates() -> None:
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
     names = {"blip2idc": "BLIP-2 OPT-2.7B", "davir": "InstructBLIP-Vicuna-7B"}
@@ -97,7 +97,7 @@ def real_size_estimates() -> None:
             facts = DatasetFacts(builder="clevr_change", pair_style="scene")
             rows = []
             for ckpt in (False, True):
-                s = resolve_settings(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=str(folder), batch_size=16,
+                s = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=str(folder), batch_size=16,
                                                            dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
                 rows.append(estimate(cls, s, facts, "cpu"))
             e, c = rows
@@ -190,7 +190,7 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
 
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
     import transformers
@@ -211,7 +211,7 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
             runs = [(False, False)] if name == "blip2idc" else [(False, False), (True, False)]
             runs += [(False, True)] if compiled else []
             for ckpt, comp in runs:
-                settings = resolve_settings(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
+                settings = resolve_run(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
                                             TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=batch,
                                                       dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
                 guess = estimate(get_recipe_class(name), settings, DatasetFacts(builder="clevr_change", pair_style="scene"),

@@ -38,24 +38,12 @@ def generate_predictions(model: str, *, dataset: str, out: str | Path, split: st
     from dataclasses import fields
 
     from .devices import resolve_device
-    from .models.args import GenerateArgs
     from .models.generation import generate_predictions as generate
     from .models.registry import get_runner_class
     from .runs import EngineArgs
 
-    cls = get_runner_class(model)
-
-    def take(names: set[str]) -> dict[str, Any]:
-        return {k: options.pop(k) for k in list(options) if k in names}
-
-    runner_options = take(set(cls.option_names()))
-    run = GenerateArgs(**take({f.name for f in fields(GenerateArgs)}))
-    engine = EngineArgs(**take({f.name for f in fields(EngineArgs)}))
-    if options:
-        from .errors import IDCError
-
-        raise IDCError(f"generate_predictions: unknown option(s) {', '.join(sorted(options))}")
-    run.device = resolve_device(run.device)
-    return generate(cls, run, dataset=dataset, split=split, out_dir=Path(out), options=runner_options,
-                    overwrite=overwrite, progress=progress, engine=engine)
+    engine = EngineArgs(**{k: options.pop(k) for k in [f.name for f in fields(EngineArgs)] if k in options})
+    device = resolve_device(options.pop("device", "auto"))
+    return generate(get_runner_class(model), dataset=dataset, split=split, out_dir=Path(out), overwrite=overwrite,
+                    progress=progress, engine=engine, device=device, **options)
 

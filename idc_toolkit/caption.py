@@ -9,10 +9,40 @@ vocabulary of a dataset's training captions: for one pair they are given (``enti
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass, fields as dataclass_fields, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Union
 
 from .errors import IDCError
+from .options import check_fields, option, python_only, required
+
+
+def _models() -> list[str]:
+    from .models.registry import MODELS
+
+    return MODELS.names()
+
+
+def _phrases(flag: str, value: Any) -> list[str]:
+    """``"a, b"`` (the command line) or a list -> the phrases, stripped, none empty."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(e).strip() for e in items if str(e).strip()]
+
+
+@dataclass
+class CaptionArgs:
+    """What one pair is captioned with besides the checkpoint (:class:`~idc_toolkit.models.args.GenerateArgs`)
+    and the model's own options: the command line of ``idc-caption`` is derived from it."""
+
+    model: str = required("the model (`--model NAME --help`: its options)", choices=_models)
+    mask: Optional[str] = option(None, "also write the toolkit's change mask of the pair (255 = changed)", metavar="OUT.png")
+    entities: Optional[list[str]] = option(None, "the pair's change entities, comma-separated, for a model whose prompt "
+                                                 "names them (davir)", check=_phrases, metavar="PHRASES")
+    pair_style: str = python_only("the one-pair dataset's style, scene or edit: what a prompt preset or BLIP2IDC's resize "
+                                  "and blur follow where no option says", lambda: "scene")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class GivenEntities:
@@ -47,28 +77,35 @@ def check_mask_path(mask: str | Path) -> Path:
     return path
 
 
-def caption(before: str | Path, after: str | Path, model: str, run: Any, options: Optional[dict[str, Any]] = None,
-            pair_style: str = "scene", mask: Optional[str | Path] = None, entities: Optional[list[str]] = None) -> str:
-    """The caption ``model`` gives the pair; ``run`` is a :class:`~idc_toolkit.models.args.GenerateArgs`
-    (the checkpoint, device, dtype), ``options`` the runner's own; ``pair_style`` is the one-pair
-    dataset's (``scene`` or ``edit``: what a prompt preset or BLIP2IDC's resize and blur follow
-    where no option says). ``mask``: also write the toolkit's change mask of the pair there (PNG,
-    255 = changed). ``entities``: the pair's change entities, for a model whose prompt names them
-    (DAVIR; e.g. those ``idc-precompute entities`` retrieved for the pair in a dataset)."""
+def caption(before: str | Path, after: str | Path, args: Optional[CaptionArgs] = None, run: Any = None,
+            options: Union[None, Mapping[str, Any], Any] = None, **fields: Any) -> str:
+    """The caption ``args.model`` gives the pair; ``args`` is a :class:`CaptionArgs` (or ``fields``
+    make one: ``model=``, ``mask=``, ``entities=``, ``pair_style=``), ``run`` a
+    :class:`~idc_toolkit.models.args.GenerateArgs` (the checkpoint, device, dtype; or its fields
+    among ``fields``), ``options`` the runner's own (its ``Options``, a dict, or its fields among
+    ``fields``). ``mask``: also write the toolkit's change mask of the pair there (PNG, 255 =
+    changed). ``entities``: the pair's change entities, for a model whose prompt names them (DAVIR;
+    e.g. those ``idc-precompute entities`` retrieved for the pair in a dataset)."""
     import json
     import shutil
 
     from .builders import make_builder
     from .building import build_dataset
     from .devices import resolve_device
+    from .models.args import GenerateArgs
     from .models.generation import generate_predictions
     from .models.registry import get_runner_class
 
-    cls = get_runner_class(model)
+    if isinstance(args, str):  # the earlier order: caption(before, after, model, run, ...)
+        fields["model"], args = args, None
+    a, run, fields = _split(CaptionArgs, args, fields), _split(GenerateArgs, run, fields, batch_size=1), fields
+    cls = get_runner_class(a.model)
+    options = cls.make_options(options, **fields)
     cls.check_base_model(run.base_model)
+    mask, entities = a.mask, a.entities
     needs_entities = "entities" in cls.required_columns
     if needs_entities and not entities:
-        raise IDCError(f"--model {model} prompts with the pair's change entities: pass --entities \"phrase, phrase\" "
+        raise IDCError(f"--model {a.model} prompts with the pair's change entities: pass --entities \"phrase, phrase\" "
                        "(idc-precompute entities retrieves them from a dataset's caption vocabulary; one pair has none)")
     paths = [Path(before), Path(after)]
     for path in paths:
@@ -82,11 +119,11 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
         for side, path in zip(("before", "after"), paths):
             (raw / side).mkdir(parents=True)
             shutil.copyfile(path, raw / side / name)
-        dataset = build_dataset(make_builder("folder", raw, {"pair_style": pair_style}), Path(tmp) / "data",
+        dataset = build_dataset(make_builder("folder", raw, {"pair_style": a.pair_style}), Path(tmp) / "data",
                                 progress=False).out_dir
         if needs_entities:
             dataset = _with_entities(dataset, Path(tmp) / "entities", list(entities or []))
-        run.device = resolve_device(run.device)
+        run = replace(run, device=resolve_device(run.device))
         out = generate_predictions(cls, run, dataset=str(dataset), split="test", out_dir=Path(tmp) / "eval",
                                    options=options, progress=False)
         text = json.loads(out.read_text(encoding="utf-8").splitlines()[0])["caption"]
@@ -95,7 +132,16 @@ def caption(before: str | Path, after: str | Path, model: str, run: Any, options
 
         from .masks.diff import compute_change_mask
 
-        with Image.open(paths[0]) as b, Image.open(paths[1]) as a:
-            found = compute_change_mask(b.convert("RGB"), a.convert("RGB")).mask
+        with Image.open(paths[0]) as b, Image.open(paths[1]) as a_image:
+            found = compute_change_mask(b.convert("RGB"), a_image.convert("RGB")).mask
         Image.fromarray(found.astype("uint8") * 255).save(mask)
     return text
+
+
+def _split(cls: type, given: Any, fields: dict[str, Any], **defaults: Any) -> Any:
+    """``given`` (a ``cls``), or the ``cls`` that its fields among ``fields`` make (taken out of
+    ``fields``), or ``given`` with them changed."""
+    mine = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(cls)] if k in fields}
+    if given is None:
+        return cls(**{**defaults, **mine})
+    return replace(given, **mine) if mine else given

@@ -45,6 +45,23 @@ def python_only(help: str, default_factory: Callable[[], Any], *, check: Optiona
     return field(default_factory=default_factory, metadata={"help": help, "cli": False, "check": check, "record": record})
 
 
+def name_values(help: str, flag: str, *, check: Optional[Callable[[str, Any], Any]] = None, record: Record = True) -> Any:
+    """A dict field the command line fills with a repeatable ``flag NAME=VALUE`` (each value read as
+    YAML: ``warmup_steps=100`` is a number, ``torch_compile=true`` a bool)."""
+    return field(default_factory=dict, metadata={"help": help, "check": check, "flag": flag, "metavar": "NAME=VALUE",
+                                                 "name_values": True, "record": record})
+
+
+def name_value(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` -> ``(name, value read as YAML)``; the type of a :func:`name_values` option."""
+    import yaml
+
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected name=value")
+    name, value = text.split("=", 1)
+    return name.strip(), yaml.safe_load(value) if value else ""
+
+
 #: the words that make a setting's name a secret's (``hub_token``, ``api_key``, ``secret_access_key``, ``password``)
 SECRET_WORDS = frozenset({"token", "key", "secret", "password", "passwd", "credential", "credentials", "apikey"})
 #: what every record, card and log shows in place of a secret's value
@@ -144,6 +161,10 @@ def add_options(group: argparse._ArgumentGroup, options_cls: type, names: Sequen
         flag, meta = flag_of(f), f.metadata
         flags = (flag, *meta.get("aliases", ()))
         text = prefix + help_of(options_cls, name)
+        if meta.get("name_values"):  # a list of (name, value) pairs: the dataclass makes it a dict
+            group.add_argument(flag, dest=name, action="append", type=name_value, default=[], metavar=meta["metavar"],
+                               help=text)
+            continue
         if isinstance(f.default, bool):
             group.add_argument(*flags, dest=name, action="store_false" if f.default else "store_true", help=text)
             continue

@@ -37,20 +37,20 @@ def test_a_copy_without_build_files_keeps_the_facts_and_blip2idc_preprocessing(t
     assert dataset_facts(out) == dataset_facts(hub_copy)
     assert dataset_facts(hub_copy).pair_style == "edit" and dataset_facts(hub_copy).builder == "emu_edit"
     cols = ["pair_id", "before", "after"]
-    Blip2IDCRunner.check_dataset(cols, dataset_facts(hub_copy), {}, "copy")  # no error: the card says "edit"
+    Blip2IDCRunner.check_dataset(dataset_facts(hub_copy), cols, {}, "copy")  # no error: the card says "edit"
     with pytest.raises(IDCError, match="records no pair style .* pass --pair-style"):
-        Blip2IDCRunner.check_dataset(cols, DatasetFacts(), {}, "a dataset from elsewhere")
-    Blip2IDCRunner.check_dataset(cols, DatasetFacts(), {"pair_style": "edit"}, "a dataset from elsewhere")
+        Blip2IDCRunner.check_dataset(DatasetFacts(), cols, {}, "a dataset from elsewhere")
+    Blip2IDCRunner.check_dataset(DatasetFacts(), cols, {"pair_style": "edit"}, "a dataset from elsewhere")
 
 
 def test_davir_refuses_entities_retrieved_by_another_strategy():
     from idc_toolkit.models.davir import DavirRunner
 
     cols = ["pair_id", "before", "after", "entities"]
-    DavirRunner.check_dataset(cols, DatasetFacts(entities_strategy="davir"), {}, "ok")
-    DavirRunner.check_dataset(cols, DatasetFacts(), {}, "entities of unknown origin")
+    DavirRunner.check_dataset(DatasetFacts(entities_strategy="davir"), cols, {}, "ok")
+    DavirRunner.check_dataset(DatasetFacts(), cols, {}, "entities of unknown origin")
     with pytest.raises(IDCError, match="retrieved with the 'cheer' strategy .* --strategy davir"):
-        DavirRunner.check_dataset(cols, DatasetFacts(entities_strategy="cheer"), {}, "cheer entities")
+        DavirRunner.check_dataset(DatasetFacts(entities_strategy="cheer"), cols, {}, "cheer entities")
 
 
 def test_facts_are_typed_a_misspelt_fact_is_an_error_naming_the_card(tmp_path):
@@ -78,12 +78,12 @@ EXPECTED_DEFAULTS = {
 def resolved(facts):
     """``{model: (rank, lr, reference of ["a b c", "a"])}`` every recipe resolves for ``facts``."""
     from idc_toolkit.models.registry import get_recipe_class, trainable_models
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
 
     out = {}
     for name in trainable_models():
         cls = get_recipe_class(name)
-        s = resolve_settings(cls, facts, TrainArgs(name, dataset="data", out="run", base_model="x"))
+        s = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model="x"))
         out[name] = (s.lora_rank, s.lr, cls(s, facts).reference(["a long one", "short"], 0, 0))
     return out
 

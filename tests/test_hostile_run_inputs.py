@@ -163,7 +163,7 @@ def test_a_vlm_prompt_and_decoding_length_are_checked_before_the_model(tiny_mode
     for options, message in (({"prompt": ""}, "the prompt is empty"), ({"max_new_tokens": 0}, "must be at least 1"),
                              ({"prompt": "<image>"}, "vision or special token")):  # the Python API, as idc-eval --model
         with pytest.raises(IDCError, match=message):
-            vlm.VlmRunner.check_dataset(["pair_id", "before", "after"], facts, options, "data [test]")
+            vlm.VlmRunner.check_dataset(facts, ["pair_id", "before", "after"], options, "data [test]")
     special = vlm.special_tokens(__import__("transformers").AutoProcessor.from_pretrained(str(qwen)))
     assert "<|image_pad|>" in special and "<|im_end|>" in special  # what the runner refuses once it has the processor
 

@@ -138,11 +138,15 @@ def test_every_presentation_is_defined_and_described():
 def test_options_are_one_object_and_single_image_is_the_stacked_presentation():
     from idc_toolkit.models.vlm import PROMPTS, STACKED_PROMPTS, Options, VlmRunner
 
-    defaults = VlmRunner.option_defaults()
+    from dataclasses import asdict
+
+    from idc_toolkit.runs.fingerprint import recorded
+
+    defaults = asdict(VlmRunner.make_options())
     assert defaults == {"prompt": None, "prompt_preset": None, "presentation": "two_images", "single_image": False,
                         "max_new_tokens": 40}
-    legacy = VlmRunner.resolve_options({**defaults, "single_image": True})
-    assert legacy == VlmRunner.resolve_options({**defaults, "presentation": "stacked"})  # one run, one fingerprint
+    legacy = recorded(VlmRunner.make_options(single_image=True))
+    assert legacy == recorded(VlmRunner.make_options(presentation="stacked"))  # one run, one fingerprint
     assert legacy["presentation"] == "stacked" and Options(presentation="grid").single_image  # one image shown
     assert not Options().single_image
     with pytest.raises(IDCError, match="unknown --presentation"):
@@ -160,14 +164,13 @@ def test_options_are_one_object_and_single_image_is_the_stacked_presentation():
 def test_the_command_lines_take_presentation():
     from idc_toolkit.cli.caption import make_parser as caption_parser
     from idc_toolkit.cli.eval import make_parser
-    from idc_toolkit.models.vlm import VlmRunner
+    from idc_toolkit.models.vlm import Options, VlmRunner
 
     args = make_parser("vlm").parse_args(["--model", "vlm", "--base-model", "m", "--dataset", "d", "--out", "o",
                                           "--presentation", "difference", "--max-new-tokens", "5"])
-    assert VlmRunner.options(args) == {"prompt": None, "prompt_preset": None, "presentation": "difference",
-                                       "single_image": False, "max_new_tokens": 5}
+    assert VlmRunner.options(args) == Options(presentation="difference", max_new_tokens=5)
     args = caption_parser("vlm").parse_args(["b.png", "a.png", "--model", "vlm", "--base-model", "m", "--single-image"])
-    assert VlmRunner.resolve_options(VlmRunner.options(args))["presentation"] == "stacked"
+    assert VlmRunner.options(args).presentation == "stacked"
     with pytest.raises(SystemExit):
         make_parser("vlm").parse_args(["--model", "vlm", "--presentation", "tiles"])
 

@@ -84,11 +84,11 @@ def test_recipes_resolve_their_lora_targets_on_the_real_layout(model, name):
 
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
 
     cls = get_recipe_class(model)
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    settings = resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=name, val_split=None))
+    settings = resolve_run(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=name, val_split=None))
     base = meta_model(name)
     net = get_peft_model(base, cls(settings, facts).lora_config(base))
     wrapped = {n.split(".lora_A.")[0] for n, _ in net.named_parameters() if ".lora_A." in n}
@@ -193,14 +193,14 @@ def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointin
     against the H100's peak for the same run."""
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # the estimate for an H100, here
     cls = get_recipe_class(model)
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
     options = {"fac_weight": 0.0} if (model, checkpointing) == ("davir", False) else {}
-    settings = resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=str(measured_setups[model]),
+    settings = resolve_run(cls, facts, TrainArgs(model, dataset="data", out="run", base_model=str(measured_setups[model]),
                                                       batch_size=16, val_split=None, gradient_checkpointing=checkpointing,
                                                       options=options))
     result = estimate(cls, settings, facts, "cuda")
@@ -208,7 +208,7 @@ def test_the_memory_estimate_is_within_10_percent_of_the_gpu(model, checkpointin
     assert result.dtype == "bfloat16"
     assert gib == pytest.approx(MEASURED_GIB[(model, checkpointing)], rel=0.10), gib
     if options:  # DAVIR's attention capture: one eager ViT layer on top (the whole eager ViT was 6.4 GiB on the H100)
-        captured = estimate(cls, resolve_settings(cls, facts, TrainArgs(model, dataset="data", out="run", batch_size=16,
+        captured = estimate(cls, resolve_run(cls, facts, TrainArgs(model, dataset="data", out="run", batch_size=16,
                                                                          base_model=str(measured_setups[model]), val_split=None)),
                             facts, "cuda")
         assert 0 < captured.total_bytes - result.total_bytes < 0.5 * 1024 ** 3

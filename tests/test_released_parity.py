@@ -37,12 +37,12 @@ def _first_loss(variant: str):
     from peft import get_peft_model
 
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.models.recipe import caption_loss_sum
 
     cls = get_recipe_class("blip2idc")
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    s = resolve_settings(cls, facts, TrainArgs("blip2idc", dataset="data", out="run", variant=variant, base_model=str(FIXTURE),
+    s = resolve_run(cls, facts, TrainArgs("blip2idc", dataset="data", out="run", variant=variant, base_model=str(FIXTURE),
                                                batch_size=2, lora_rank=8, dtype="float32", val_split=None))
     recipe = cls(s, facts)
     model = recipe.load(torch.float32)

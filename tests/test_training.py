@@ -324,7 +324,7 @@ def _attention_on_mask(run, base, dataset):
     from dataclasses import replace
 
     facts = dataset_facts(dataset)
-    settings = replace(run.settings, options={**run.settings.options, "attention_every": 1})  # capture the attention
+    settings = run.settings.replace(options=replace(run.settings.options, attention_every=1))  # capture the attention
     recipe = get_recipe_class("davir")(settings, facts)
     model = PeftModel.from_pretrained(recipe.load(torch.float32), str(run.adapter)).eval()
     ds = load_dataset(str(dataset), split="validation")

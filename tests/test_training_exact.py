@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from idc_toolkit.facts import DatasetFacts  # noqa: E402
-from idc_toolkit.training import TrainArgs, resolve_settings, train  # noqa: E402
+from idc_toolkit.training import TrainArgs, resolve_run, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def _settings(model, base, **kw):
     cls = get_recipe_class(model)
     args = dict(base_model=str(base), batch_size=2, dtype="float32", val_split=None)
     args.update(kw)
-    return cls, resolve_settings(cls, DatasetFacts(builder="clevr_change", pair_style="scene"),
+    return cls, resolve_run(cls, DatasetFacts(builder="clevr_change", pair_style="scene"),
                                  TrainArgs(model, dataset="data", out="run", **args))
 
 
@@ -297,12 +297,12 @@ def test_the_consensus_reference_is_the_one_closest_to_the_others():
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.recipe import Recipe
     from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_settings
+    from idc_toolkit.training import TrainArgs, resolve_run
 
     ier = DatasetFacts(builder="ier", train_reference="shortest")
     given = {None: "shortest", "consensus": "consensus", "random": "random"}  # the flag, else the dataset's facts
     for flag, expected in given.items():
-        s = resolve_settings(get_recipe_class("blip2idc"), ier, TrainArgs("blip2idc", "d", "o", train_reference=flag))
+        s = resolve_run(get_recipe_class("blip2idc"), ier, TrainArgs("blip2idc", "d", "o", train_reference=flag))
         assert s.train_reference == expected
-    recipe = SimpleNamespace(settings=SimpleNamespace(train_reference="consensus", seed=0))
+    recipe = SimpleNamespace(run=SimpleNamespace(train_reference="consensus", seed=0))
     assert {Recipe.reference(recipe, list(refs), k, epoch) for k in range(3) for epoch in range(3)} == {"there is no change"}

@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from idc_toolkit.facts import DatasetFacts  # noqa: E402
-from idc_toolkit.training import TrainArgs, resolve_settings, train  # noqa: E402
+from idc_toolkit.training import TrainArgs, resolve_run, train  # noqa: E402
 
 train_module = importlib.import_module("idc_toolkit.training.train")
 STEPS = 20
@@ -149,7 +149,7 @@ def test_gpu_settings_pin_workers_fuse_adamw_and_autocast(monkeypatch, tmp_path)
     from idc_toolkit.models.registry import get_recipe_class
 
     cls = get_recipe_class("blip2idc")
-    settings = resolve_settings(cls, DatasetFacts(builder="clevr_change", pair_style="scene"), TrainArgs("blip2idc", "d", "o"))
+    settings = resolve_run(cls, DatasetFacts(builder="clevr_change", pair_style="scene"), TrainArgs("blip2idc", "d", "o"))
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)), raising=False)
     gpu = train_module.trainer_fields(settings, tmp_path, "cuda", "none", False, log_every=10)
@@ -283,7 +283,7 @@ def test_length_grouped_batches_change_the_order_not_the_pairs(tiny_models):
 
     cls = get_recipe_class("blip2idc")
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    settings = resolve_settings(cls, facts, TrainArgs("blip2idc", "d", "o", base_model=str(tiny_models("blip2")),
+    settings = resolve_run(cls, facts, TrainArgs("blip2idc", "d", "o", base_model=str(tiny_models("blip2")),
                                                       group_by_length=True))
     recipe = cls(settings, facts)
     recipe.load(torch.float32)

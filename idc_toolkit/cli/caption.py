@@ -12,18 +12,17 @@ CHECKPOINT_FIELDS = ("base_model", "revision", "adapter", "adapter_revision", "d
 
 
 def make_parser(model: str | None = None):
+    from ..caption import CaptionArgs
     from ..models.args import GenerateArgs
     from ..models.registry import MODELS
-    from ..options import add_options
+    from ..options import add_options, cli_fields
 
     p = common.parser("idc-caption", "Caption one pair of images with a model, as idc-eval --model captions a dataset.")
     p.add_argument("before", help="the before image")
     p.add_argument("after", help="the after image")
-    p.add_argument("--model", required=True, choices=MODELS.names(), help="the model (`--model NAME --help`: its options)")
+    add_options(p, CaptionArgs, cli_fields(CaptionArgs)[:1])
     add_options(p, GenerateArgs, CHECKPOINT_FIELDS, required=("base_model",))
-    p.add_argument("--mask", metavar="OUT.png", help="also write the toolkit's change mask of the pair (255 = changed)")
-    p.add_argument("--entities", metavar="PHRASES", help="the pair's change entities, comma-separated, for a model "
-                                                          "whose prompt names them (davir)")
+    add_options(p, CaptionArgs, cli_fields(CaptionArgs)[1:])
     if model in MODELS:
         from ..models.registry import get_runner_class
 
@@ -36,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
-        from ..caption import caption
+        from ..caption import CaptionArgs, caption
         from ..models.args import GenerateArgs
         from ..models.registry import get_runner_class
         from ..options import from_namespace
@@ -48,9 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         quiet_model_loading()
         run = from_namespace(GenerateArgs, args, CHECKPOINT_FIELDS, batch_size=1)
         options = get_runner_class(args.model).options(args)
-        entities = [e.strip() for e in args.entities.split(",") if e.strip()] if args.entities else None
-        text = caption(args.before, args.after, args.model, run, options, options.get("pair_style") or "scene", args.mask,
-                       entities)
+        what = from_namespace(CaptionArgs, args, pair_style=getattr(options, "pair_style", None) or "scene")
+        text = caption(args.before, args.after, what, run, options)
         print(text)  # stdout holds the caption line, empty or not
         if not text.strip():  # a blank line alone would read as a caption lost
             print(f"idc-caption: note: {args.model} wrote an empty caption for this pair", file=sys.stderr)

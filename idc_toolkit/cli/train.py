@@ -8,27 +8,14 @@ from __future__ import annotations
 from . import common
 
 
-def _trainer_arg(text: str) -> tuple[str, object]:
-    import argparse
-
-    import yaml
-
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected name=value")
-    name, value = text.split("=", 1)
-    return name.strip(), yaml.safe_load(value) if value else ""
-
-
 def make_parser(model: str | None = None):
     from ..models.registry import trainable_models
-    from ..options import add_options, cli_fields, help_of
+    from ..options import add_options, cli_fields
     from ..training.args import TrainArgs
 
     p = common.parser("idc-train", "Fine-tune the checkpoints idc-eval --model runs (BLIP2IDC, DAVIR) with LoRA on "
                                    "transformers.Trainer; resumable; the best adapter on validation is kept.")
     add_options(p, TrainArgs, cli_fields(TrainArgs))
-    p.add_argument("--trainer-arg", dest="trainer_args", action="append", type=_trainer_arg, default=[],
-                   metavar="NAME=VALUE", help=help_of(TrainArgs, "trainer_args"))
     if model in trainable_models():
         from ..models.registry import get_recipe_class
 
@@ -51,9 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         common.setup_logging(args)
         from ..models.registry import get_recipe_class
 
-        own = list(get_recipe_class(args.model).option_defaults())
-        targs = from_namespace(TrainArgs, args, options={k: getattr(args, k) for k in own},
-                               trainer_args=dict(args.trainer_args))
+        targs = from_namespace(TrainArgs, args, options=from_namespace(get_recipe_class(args.model).Options, args))
         if targs.seeds and not targs.dry_run:
             for seed, result in zip(targs.seeds, train_seeds(targs)):
                 print(f"seed {seed}: {common.shown_out(str(result.out), result.out)}: adapter {result.adapter}")

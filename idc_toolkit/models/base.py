@@ -1,17 +1,45 @@
 """The base of every checkpoint runner of ``idc-eval --model`` (and ``idc-train``).
 
 A runner module defines one :class:`Runner` subclass: its name, the dataset columns it
-needs, its own command-line options (:meth:`Runner.add_arguments`, shown by
-``idc-eval --model NAME --help``), how it loads a base model + adapter, and how it captions a
-batch of decoded pairs. Registering it is one line in :mod:`.registry`.
+needs, its own options (:attr:`Runner.Options`, a dataclass of :func:`~idc_toolkit.options.option`
+fields: the command line, ``idc-eval --model NAME --help`` and the run's fingerprint are derived
+from it), how it loads a base model + adapter, and how it captions a batch of decoded pairs.
+Registering it is one line in :mod:`.registry`.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, ClassVar, Optional
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, ClassVar, Mapping, Optional, Union
 
 from ..devices import load_weights, resolve_dtype
+from ..facts import DatasetFacts
+
+
+@dataclass
+class NoOptions:
+    """The options of a runner or recipe that has none of its own."""
+
+
+def make_options(options_cls: type, options: Union[None, Mapping[str, Any], Any] = None, **given: Any) -> Any:
+    """An ``options_cls`` object: ``options`` itself when it is one, else made from ``options`` (a
+    dict of its fields) and ``given``, every other field at its default; an unknown name is refused
+    naming the known ones."""
+    from ..errors import IDCError
+
+    if isinstance(options, options_cls) and not given:
+        return options
+    values = {**(_fields_of(options) if is_dataclass(options) else dict(options or {})), **given}
+    known = [f.name for f in fields(options_cls)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise IDCError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(known) or 'none'}")
+    return options_cls(**values)
+
+
+def _fields_of(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 class Runner:
@@ -21,6 +49,8 @@ class Runner:
     required_columns: ClassVar[tuple[str, ...]] = ("pair_id", "before", "after")
     #: a local ``--base-model`` is a transformers checkpoint folder (its ``config.json``)
     transformers_checkpoint: ClassVar[bool] = False
+    #: this runner's own options: each field's ``record`` says whether the run's fingerprint holds it
+    Options: ClassVar[type] = NoOptions
 
     @classmethod
     def check_base_model(cls, base_model: Optional[str]) -> None:
@@ -33,42 +63,33 @@ class Runner:
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        """Add this runner's own options (none by default)."""
+        """Add this runner's own options (the fields of :attr:`Options`) to ``group``."""
+        from ..options import add_options, cli_fields
+
+        add_options(group, cls.Options, cli_fields(cls.Options), f"{cls.name}: ")
 
     @classmethod
-    def option_defaults(cls) -> dict[str, Any]:
-        """``{dest: default}`` of the options :meth:`add_arguments` adds: what the command line
-        passes when an option is not given, so that the Python API fingerprints a run exactly
-        as ``idc-eval --model`` does."""
-        probe = argparse.ArgumentParser(add_help=False)
-        cls.add_arguments(probe.add_argument_group())
-        return {a.dest: a.default for a in probe._actions}
+    def make_options(cls, options: Union[None, Mapping[str, Any], Any] = None, **given: Any) -> Any:
+        """This runner's :attr:`Options` from an object, a dict of its fields or keywords (:func:`make_options`)."""
+        return make_options(cls.Options, options, **given)
 
     @classmethod
-    def option_names(cls) -> list[str]:
-        """The ``dest`` names of the options :meth:`add_arguments` adds."""
-        return list(cls.option_defaults())
+    def options(cls, args: argparse.Namespace) -> Any:
+        """This runner's :attr:`Options` from a parsed command line."""
+        from ..options import from_namespace
+
+        return from_namespace(cls.Options, args)
 
     @classmethod
-    def options(cls, args: argparse.Namespace) -> dict[str, Any]:
-        """This runner's options from parsed arguments."""
-        return {name: getattr(args, name) for name in cls.option_names() if hasattr(args, name)}
-
-    @classmethod
-    def resolve_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        """The options as the run records and fingerprints them (every option given or defaulted):
-        two spellings of one setting become one (as they are; a runner may override)."""
-        return options
-
-    @classmethod
-    def dataset_options(cls, columns: list[str], options: dict[str, Any]) -> dict[str, Any]:
-        """Options the dataset's columns add to the run (its fingerprint, ``model.json``, the
-        runner's keywords): none by default; the VLM asks a dataset's multiple-choice questions."""
+    def dataset_options(cls, columns: list[str], options: Any) -> dict[str, Any]:
+        """What the dataset's columns add to the run (its fingerprint, ``model.json``, the runner's
+        keywords): none by default; the VLM asks a dataset's multiple-choice questions."""
         return {}
 
     @classmethod
-    def check_dataset(cls, columns: list[str], facts: dict[str, Any], options: dict[str, Any], where: str) -> None:
-        """Fail before any model is loaded when the dataset cannot be run (missing columns, ...)."""
+    def check_dataset(cls, facts: DatasetFacts, columns: list[str], options: Any, where: str) -> None:
+        """Fail before any model is loaded when the dataset cannot be run (missing columns, ...);
+        ``options``: this runner's :attr:`Options` (or a dict of its fields)."""
         from ..errors import IDCError
 
         missing = [c for c in cls.required_columns if c not in columns]
@@ -76,8 +97,9 @@ class Runner:
             raise IDCError(f"{where} has no {', '.join(missing)} column(s), which {cls.name} needs"
                            + ("; run idc-precompute entities first" if "entities" in missing else ""))
 
-    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: dict[str, Any],
-                 revision: Optional[str] = None, **options: Any):
+    def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
+                 revision: Optional[str] = None, options: Any = None, **dataset_options: Any):
+        """``options``: this runner's :attr:`Options`; ``dataset_options``: what :meth:`dataset_options` added."""
         raise NotImplementedError
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
@@ -85,8 +107,8 @@ class Runner:
         raise NotImplementedError
 
     @classmethod
-    def description(cls, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: Any,
-                    revision: Optional[str] = None, **options: Any) -> dict[str, Any]:
+    def description(cls, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
+                    revision: Optional[str] = None, options: Any = None, **dataset_options: Any) -> dict[str, Any]:
         """What ``model.json`` records of the run (preprocessing, prompt, decoding, dtype), from
         the arguments alone: a run finished after a kill, with no model loaded, records the same."""
         try:

@@ -34,7 +34,7 @@ from ..cards import citations
 from ..errors import IDCError
 from ..checks import positive_int
 from ..facts import DatasetFacts
-from ..options import add_options, option
+from ..options import check_fields, option
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
 from ..devices import resolve_dtype
@@ -47,16 +47,21 @@ MAX_NEW_TOKENS = 77
 
 
 @dataclass
-class Options:
-    """BLIP2IDC's options, shared by the runner (``RUNNER_OPTIONS``) and the recipe (``RECIPE_OPTIONS``)."""
+class TrainOptions:
+    """BLIP2IDC's recipe options (``idc-train --model blip2idc``); the runner's :class:`Options` add to them."""
 
     pair_style: Optional[str] = option(None, "override the dataset card's pair style (edit pairs are resized and "
                                              "blurred; default: the card's)", choices=("scene", "edit"))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass
+class Options(TrainOptions):
+    """BLIP2IDC's runner options (``idc-eval --model blip2idc``, ``idc-caption``)."""
+
     max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
-
-
-RUNNER_OPTIONS = ("pair_style", "max_new_tokens")
-RECIPE_OPTIONS = ("pair_style",)
 
 
 def released_targets(n_qformer_layers: int) -> list[str]:
@@ -78,7 +83,7 @@ def check_pair_style(facts: DatasetFacts, override: Optional[str], where: str) -
 class Blip2IDCInputs:
     """The stacked-pair input and greedy decoding, shared by the runner and the recipe."""
 
-    def __init__(self, processor, resize_blur: bool, max_new_tokens: int = MAX_NEW_TOKENS, fresh_blur: bool = False):
+    def __init__(self, processor, resize_blur: bool, max_new_tokens: int, fresh_blur: bool = False):
         self.processor, self.resize_blur, self.max_new_tokens = processor, resize_blur, max_new_tokens
         self.fresh_blur = fresh_blur  #: the released training draws the blur sigma anew on every call
 
@@ -100,36 +105,34 @@ class Blip2IDCRunner(Runner):
     name = "blip2idc"
     transformers_checkpoint = True
     summary = "BLIP2IDC (WACV 2025): BLIP-2 OPT + LoRA on the stacked pair"
+    Options = Options
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        add_options(group, Options, RUNNER_OPTIONS, "blip2idc: ")
-
-    @classmethod
-    def check_dataset(cls, columns, facts, options, where) -> None:
-        super().check_dataset(columns, facts, options, where)
-        check_pair_style(facts, options.get("pair_style"), where)
+    def check_dataset(cls, facts, columns, options, where) -> None:
+        super().check_dataset(facts, columns, options, where)
+        check_pair_style(facts, cls.make_options(options).pair_style, where)
 
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
-                 revision: Optional[str] = None, max_new_tokens: int = MAX_NEW_TOKENS, pair_style: Optional[str] = None,
-                 **_: Any):
+                 revision: Optional[str] = None, options: Optional[Options] = None, **given: Any):
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
+        o = self.make_options(options, **given)
         self.device = device
         self.dtype = resolve_dtype(dtype, device)
         model, processor = load_pretrained(Blip2ForConditionalGeneration, Blip2Processor, base_model, revision, self.dtype)
         if adapter:
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
-        self.inputs = Blip2IDCInputs(processor, (pair_style or facts.pair_style) == "edit", max_new_tokens)
+        self.inputs = Blip2IDCInputs(processor, (o.pair_style or facts.pair_style) == "edit", o.max_new_tokens)
 
     @classmethod
-    def description(cls, base_model, adapter, device, dtype, facts, revision=None, max_new_tokens: int = MAX_NEW_TOKENS,
-                    pair_style: Optional[str] = None, **_: Any) -> dict[str, Any]:
-        edit = (pair_style or facts.pair_style) == "edit"
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, options: Optional[Options] = None,
+                    **given: Any) -> dict[str, Any]:
+        o = cls.make_options(options, **given)
+        edit = (o.pair_style or facts.pair_style) == "edit"
         return {**super().description(base_model, adapter, device, dtype, facts, revision),
                 "preprocess": "stacked pair" + (" + resize/blur" if edit else ""),
-                "generation": f"greedy, max_new_tokens={max_new_tokens}, no prompt"}
+                "generation": f"greedy, max_new_tokens={o.max_new_tokens}, no prompt"}
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
         return self.inputs.decode(self.model, rows)
@@ -152,7 +155,8 @@ class Blip2IDCRecipe(Recipe):
     citation = citations.SYNED
     base_model = BASE_MODEL
     revision = BASE_REVISION
-    max_new_tokens = MAX_NEW_TOKENS
+    Options = TrainOptions
+    max_new_tokens = Blip2IDCRunner.Options.max_new_tokens  # validation decodes as idc-eval --model does
     variants = {
         "ours": VariantDefaults(epochs=10, batch_size=16, description="our corrected choices (docs/training.md)"),
         "released": VariantDefaults(epochs=100, batch_size=16, lr_schedule="constant", weight_decay=0.01,
@@ -172,23 +176,19 @@ class Blip2IDCRecipe(Recipe):
     released_shuffle = {"spot_the_diff": False, "ier": False, "syned": False}
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        add_options(group, Options, RECIPE_OPTIONS, "blip2idc: ")
-
-    @classmethod
-    def check(cls, facts, columns, options, where) -> None:
-        check_pair_style(facts, options.get("pair_style"), where)
+    def check_dataset(cls, facts, columns, options, where) -> None:
+        check_pair_style(facts, cls.make_options(options).pair_style, where)
 
     def shuffle(self) -> bool:
-        return self.settings.variant != "released" or self.released_shuffle.get(self.facts.builder, True)
+        return self.run.variant != "released" or self.released_shuffle.get(self.facts.builder, True)
 
     def load(self, dtype):
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
-        s = self.settings
+        s = self.run
         model, processor = load_pretrained(Blip2ForConditionalGeneration, Blip2Processor, s.base_model, s.revision, dtype)
         processor.tokenizer.padding_side = "right"  # decoding of a batch without prompt pads nothing; labels are packed
-        self.inputs = Blip2IDCInputs(processor, (self.options.get("pair_style") or self.facts.pair_style) == "edit",
+        self.inputs = Blip2IDCInputs(processor, (self.options.pair_style or self.facts.pair_style) == "edit",
                                      s.max_new_tokens, fresh_blur=s.variant == "released")
         self.n_query = processor.num_query_tokens
         self.image_token = model.config.image_token_index
@@ -198,7 +198,7 @@ class Blip2IDCRecipe(Recipe):
         from peft import LoraConfig
 
         targets = released_targets(model.config.qformer_config.num_hidden_layers)
-        s = self.settings
+        s = self.run
         return LoraConfig(r=s.lora_rank, lora_alpha=s.lora_alpha, lora_dropout=s.lora_dropout, bias="none",
                           target_modules=targets)
 
@@ -208,11 +208,11 @@ class Blip2IDCRecipe(Recipe):
         tok = self.inputs.processor.tokenizer
         specials = tok("", add_special_tokens=True)["input_ids"]
         prefix = [self.image_token] * self.n_query + specials
-        n = self.settings.max_caption_tokens
+        n = self.run.max_caption_tokens
         out = []
         for text in texts:
             words = tok(text, add_special_tokens=False)["input_ids"]
-            if self.settings.variant == "released":
+            if self.run.variant == "released":
                 # tokenizer.encode(..., max_length=30, padding="max_length", truncation=True), pad = EOS
                 ids = (specials + words)[:n]
                 target = ids[len(specials):] + [tok.eos_token_id] * (n - len(ids))

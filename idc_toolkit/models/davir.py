@@ -31,7 +31,7 @@ from typing import Any, Optional
 from ..checks import non_negative_float, non_negative_int, positive_int
 from ..facts import DatasetFacts
 from .davir_fac import FAC_READINGS
-from ..options import add_options, option
+from ..options import check_fields, option
 from ..files import file_name_for, inside
 from .recipe import DatasetDefaults, Recipe, VariantDefaults, pack, pad_id
 from .adapters import apply_adapter
@@ -43,22 +43,34 @@ MAX_NEW_TOKENS = 77
 
 
 @dataclass
-class Options:
-    """DAVIR's options, shared by the runner (``RUNNER_OPTIONS``) and the recipe (``RECIPE_OPTIONS``)."""
+class SharedOptions:
+    """The options DAVIR's runner (:class:`Options`) and recipe (:class:`TrainOptions`) both take."""
 
     num_entities: int = option(1, "entities in the prompt (1: the paper's best)", check=positive_int)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass
+class Options(SharedOptions):
+    """DAVIR's runner options (``idc-eval --model davir``, ``idc-caption``)."""
+
     max_new_tokens: int = option(MAX_NEW_TOKENS, "greedy decoding length", check=positive_int)
+    # where the pictures go, not what the captions are: the run's fingerprint leaves it out
     save_attention: Optional[str] = option(None, "save final-layer CLS-to-patch attention maps over both images "
-                                                 "(Fig. 4 style)", metavar="DIR")
+                                                 "(Fig. 4 style)", metavar="DIR", record=False)
+
+
+@dataclass
+class TrainOptions(SharedOptions):
+    """DAVIR's recipe options (``idc-train --model davir``)."""
+
     fac_weight: float = option(0.1, "lambda of the attention loss (eq. 12)", check=non_negative_float)
     fac_reading: str = option("paper", "eq. 7 as the paper writes it, or our normalised reading (docs/training.md)",
                               choices=FAC_READINGS)
     attention_every: int = option(0, "every N steps, Fig. 4-style attention pictures in OUT/attention/",
                                   check=non_negative_int, metavar="N")
-
-
-RUNNER_OPTIONS = ("num_entities", "save_attention", "max_new_tokens")
-RECIPE_OPTIONS = ("fac_weight", "fac_reading", "num_entities", "attention_every")
 
 
 def build_prompt(entities: list[str], n: int) -> str:
@@ -178,8 +190,11 @@ class DavirInputs:
     """DAVIR's input (the entity prompt, both images on the channel axis for
     :func:`pair_forward`) and greedy decoding, shared by the runner and the recipe."""
 
-    def __init__(self, processor, num_entities: int = 1, max_new_tokens: int = MAX_NEW_TOKENS):
-        self.processor, self.num_entities, self.max_new_tokens = processor, num_entities, max_new_tokens
+    def __init__(self, processor, num_entities: Optional[int] = None, max_new_tokens: Optional[int] = None):
+        """``None``: the runner's default (:class:`Options`)."""
+        self.processor = processor
+        self.num_entities = Options.num_entities if num_entities is None else num_entities
+        self.max_new_tokens = Options.max_new_tokens if max_new_tokens is None else max_new_tokens
         tok = processor.tokenizer
         if tok.pad_token is None:  # Llama / Vicuna tokenizers ship none; padded positions are masked
             tok.pad_token = tok.unk_token or tok.eos_token
@@ -238,41 +253,39 @@ class DavirRunner(Runner):
     summary = "DAVIR: InstructBLIP + LoRA prompted with change entities (our reading of the paper)"
     required_columns = ("pair_id", "before", "after", "entities")
     transformers_checkpoint = True
+    Options = Options
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        add_options(group, Options, RUNNER_OPTIONS, "davir: ")
-
-    @classmethod
-    def check_dataset(cls, columns, facts, options, where) -> None:
-        super().check_dataset(columns, facts, options, where)
+    def check_dataset(cls, facts, columns, options, where) -> None:
+        super().check_dataset(facts, columns, options, where)
         check_entities(facts, where)
 
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
-                 revision: Optional[str] = None, max_new_tokens: int = MAX_NEW_TOKENS, num_entities: int = 1,
-                 save_attention: Optional[str] = None, **_: Any):
+                 revision: Optional[str] = None, options: Optional[Options] = None, **given: Any):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 
+        o = self.make_options(options, **given)
         self.device, self.dtype = device, resolve_dtype(dtype, device)
         model, processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, base_model,
                                            revision, self.dtype)
         if adapter:
             model = apply_adapter(model, adapter, base_model)  # LoRA names refer to the plain encoder
-        self.attention_dir = Path(save_attention) if save_attention else None
+        self.attention_dir = Path(o.save_attention) if o.save_attention else None
         # with --save-attention the one vision pass of generation also yields the maps
         self.attention = pair_forward(model.vision_model, capture=self.attention_dir is not None)
         self.model = model.to(device).eval()
-        self.inputs = DavirInputs(processor, num_entities, max_new_tokens)
+        self.inputs = DavirInputs(processor, o.num_entities, o.max_new_tokens)
         if self.attention_dir:
             self.attention_dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def description(cls, base_model, adapter, device, dtype, facts, revision=None, max_new_tokens: int = MAX_NEW_TOKENS,
-                    num_entities: int = 1, **_: Any) -> dict[str, Any]:
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, options: Optional[Options] = None,
+                    **given: Any) -> dict[str, Any]:
+        o = cls.make_options(options, **given)
         return {**super().description(base_model, adapter, device, dtype, facts, revision),
-                "prompt": f"{PROMPT} Entity: <top {num_entities} of the entities column>",
+                "prompt": f"{PROMPT} Entity: <top {o.num_entities} of the entities column>",
                 "pair_input": "before and after encoded separately, tokens concatenated for the Q-Former",
-                "generation": f"greedy, max_new_tokens={max_new_tokens}, left padding"}
+                "generation": f"greedy, max_new_tokens={o.max_new_tokens}, left padding"}
 
     def generate(self, rows: list[dict[str, Any]]) -> list[str]:
         texts = self.inputs.decode(self.model, rows)
@@ -301,22 +314,20 @@ class DavirRecipe(Recipe):
     required = {"captions": "idc-build", "entities": "idc-precompute entities", "change_mask": "idc-precompute masks"}
     variants = {"paper": VariantDefaults(epochs=20, batch_size=16, description="the paper's settings, our reading")}
     dataset_defaults = {None: DatasetDefaults(4, 1e-5, "DAVIR appendix: r 4 (8 on the LLM), lr 1e-5, every dataset")}
+    Options = TrainOptions
+    max_new_tokens = DavirRunner.Options.max_new_tokens  # validation decodes as idc-eval --model does
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        add_options(group, Options, RECIPE_OPTIONS, "davir: ")
-
-    @classmethod
-    def check(cls, facts, columns, options, where) -> None:
+    def check_dataset(cls, facts, columns, options, where) -> None:
         check_entities(facts, where)
 
     def load(self, dtype):
         from transformers import InstructBlipForConditionalGeneration, InstructBlipProcessor
 
-        s, o = self.settings, self.options
+        s, o = self.run, self.options
         model, processor = load_pretrained(InstructBlipForConditionalGeneration, InstructBlipProcessor, s.base_model,
                                            s.revision, dtype)
-        self.inputs = DavirInputs(processor, o["num_entities"], s.max_new_tokens)
+        self.inputs = DavirInputs(processor, o.num_entities, s.max_new_tokens)
         self.n_query = processor.num_query_tokens
         self.image_token = model.config.image_token_index
         vision = model.config.vision_config
@@ -325,16 +336,16 @@ class DavirRecipe(Recipe):
         return model
 
     def typical_prompt(self) -> str:
-        return build_prompt(["small gray metal cylinder"] * int(self.options["num_entities"]), int(self.options["num_entities"]))
+        return build_prompt(["small gray metal cylinder"] * self.options.num_entities, self.options.num_entities)
 
     def prepare(self, model) -> None:
         o = self.options
-        self.attention = pair_forward(model.vision_model, capture=o["fac_weight"] > 0 or o["attention_every"] > 0)
+        self.attention = pair_forward(model.vision_model, capture=o.fac_weight > 0 or o.attention_every > 0)
 
     def lora_config(self, model):
         from peft import LoraConfig
 
-        s = self.settings
+        s = self.run
         llm = ["q_proj", "k_proj", "v_proj"]
         vision_qformer = ["qkv", "query", "key", "value"]
         return LoraConfig(r=s.lora_rank, lora_alpha=s.lora_alpha, lora_dropout=s.lora_dropout, bias="none",
@@ -346,7 +357,7 @@ class DavirRecipe(Recipe):
         """``(prefix, target)`` per row: image slots + the tokenizer's specials + prompt, then
         the caption cut at ``max_caption_tokens`` and EOS — whatever side the tokenizer pads."""
         tok = self.inputs.processor.tokenizer
-        n = self.settings.max_caption_tokens
+        n = self.run.max_caption_tokens
         out = []
         for prompt, text in zip(prompts, texts):
             prefix = [self.image_token] * self.n_query + tok(prompt, add_special_tokens=True)["input_ids"]
@@ -377,19 +388,19 @@ class DavirRecipe(Recipe):
         from .davir_fac import fac_loss
 
         o = self.options
-        if o["fac_weight"] <= 0:
+        if o.fac_weight <= 0:
             return {}
         att = self.attention.last  # (B, 2, N) from the forward that just ran
         g = self.grid
         mask = batch["idc_soft_mask"].to(att.device)
-        term = fac_loss(att[:, 0].reshape(-1, g, g), att[:, 1].reshape(-1, g, g), mask, o["fac_reading"])
-        return {"attention_loss": (o["fac_weight"], term)}
+        term = fac_loss(att[:, 0].reshape(-1, g, g), att[:, 1].reshape(-1, g, g), mask, o.fac_reading)
+        return {"attention_loss": (o.fac_weight, term)}
 
     def generate(self, model, rows):
         return self.inputs.decode(model, rows)
 
     def picture_every(self) -> int:
-        return max(0, int(self.options["attention_every"]))
+        return max(0, self.options.attention_every)
 
     def attention_pictures(self, model, rows) -> list:
         """Fig. 4: the final-layer attention :func:`pair_forward` captures, over both images."""

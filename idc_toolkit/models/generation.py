@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from dataclasses import fields as dataclass_fields, replace
+from typing import Any, Mapping, Optional, Union
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
@@ -67,49 +68,59 @@ class GenerationTask:
 
 
 def model_fields(model: str, base_model: str, adapter: Optional[str], revision: Optional[str], dtype: str,
-                 options: dict[str, Any], adapter_path: Optional[str] = None,
-                 adapter_revision: Optional[str] = None) -> dict[str, Any]:
+                 options: Any, adapter_path: Optional[str] = None, adapter_revision: Optional[str] = None,
+                 dataset_options: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """What a model's captions depend on: names, revisions, content hashes (of the adapter's
-    local copy when it came from the Hub), dtype, options."""
+    local copy when it came from the Hub), dtype, the runner's options (each field as its
+    ``record`` says: :func:`~idc_toolkit.runs.fingerprint.recorded`) and what the dataset added."""
+    from ..runs.fingerprint import recorded
+
+    own = recorded(options)
+    own = {f.name: own[f.name] for f in dataclass_fields(options) if f.name in own}  # model.json lists them in field order
     return {"model": model, "base_model": base_model, "revision": revision, "base_model_sha256": path_content(base_model),
             "adapter": adapter, "adapter_revision": adapter_revision, "adapter_sha256": path_content(adapter_path or adapter),
-            "dtype": dtype,
-            **{k: v for k, v in options.items() if k != "save_attention"}}
+            "dtype": dtype, **own, **(dataset_options or {})}
 
 
-def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: str, out_dir: Path,
-                         options: Optional[dict[str, Any]] = None, overwrite: bool = False, progress: bool = True,
-                         engine: Optional[EngineArgs] = None, swap: bool = False) -> Optional[Path]:
-    """Write ``out_dir/predictions.jsonl`` for the split (see module docstring): ``run`` names the
-    checkpoint and the batch, ``options`` are the runner's own, ``engine`` which block of the parts
-    this job writes; ``run.device`` is used as given (resolved by the caller). ``swap``: every pair
-    captioned with before and after exchanged (``--reverse``'s captions)."""
+def generate_predictions(runner_cls, args: Optional[GenerateArgs] = None, *, dataset: str, split: str, out_dir: Path,
+                         options: Union[None, Mapping[str, Any], Any] = None, overwrite: bool = False, progress: bool = True,
+                         engine: Optional[EngineArgs] = None, swap: bool = False, **fields: Any) -> Optional[Path]:
+    """Write ``out_dir/predictions.jsonl`` for the split (see module docstring): ``args`` (a
+    :class:`~.args.GenerateArgs`, or ``fields`` make one) names the checkpoint and the batch;
+    ``options`` are the runner's own (its ``Options``, or a dict of their fields; a field of them
+    may also be one of ``fields``); ``engine`` which block of the parts this job writes;
+    ``args.device`` is used as given (resolved by the caller). ``swap``: every pair captioned with
+    before and after exchanged (``--reverse``'s captions)."""
     from .. import __version__
     from ..card_data import dataset_facts
 
     from .adapters import resolve_adapter
 
+    run = _generate_args(runner_cls, args, fields)
     runner_cls.check_base_model(run.base_model)
     out_dir = output_folder(out_dir, IDCError)
     dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
-    options = runner_cls.resolve_options({**runner_cls.option_defaults(), **(options or {})})
+    own = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(runner_cls.Options)] if k in fields}
+    options = runner_cls.make_options(options, **own)
     base_model, revision, adapter, dtype, limit = run.base_model, run.revision, run.adapter, run.dtype, run.limit
     adapter_path = resolve_adapter(adapter, run.adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split, progress)
     facts = dataset_facts(dataset)
-    runner_cls.check_dataset(list(features), facts, options, f"{dataset} [{split}]")
-    options = {**options, **runner_cls.dataset_options(list(features), options)}
+    runner_cls.check_dataset(facts, list(features), options, f"{dataset} [{split}]")
+    added = runner_cls.dataset_options(list(features), options)
     if limit is not None:
         rows = ListRows(rows.read(0, min(limit, len(rows))))
     fields = {"input": fp, "split": split, "limit": limit, "facts": facts.to_card(), "toolkit": __version__,
-              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision),
+              **model_fields(runner_cls.name, base_model, adapter, revision, dtype, options, adapter_path, run.adapter_revision,
+                             added),
               **({"swapped": True} if swap else {})}
     folder = RunFolder(out_dir, f"{runner_cls.name} generation", fields, owned=OWNED, card_record=False,
                        tolerated=(JUDGE_DIR,), progress=progress).open(overwrite)
     final = Path(out_dir) / PREDICTIONS
     if folder.complete:
         return final
-    kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision, **options}
+    kwargs = {"base_model": base_model, "adapter": adapter_path, "dtype": dtype, "facts": facts, "revision": revision,
+              "options": options, **added}
     task = GenerationTask(runner_cls, kwargs, run.batch_size, progress, swap)
     outcome = run_job(folder, {split: rows}, task, rows_per_part=run.rows_per_part or run.batch_size, engine=engine,
                       device=run.device, progress=progress, desc=runner_cls.name)
@@ -131,4 +142,23 @@ def generate_predictions(runner_cls, run: GenerateArgs, *, dataset: str, split: 
             return None
         raise IDCError(f"{out_dir}: {outcome.parts_total - outcome.parts_written} part(s) missing; rerun to finish")
     return final
+
+
+def _generate_args(runner_cls, args: Optional[GenerateArgs], fields: dict[str, Any]) -> GenerateArgs:
+    """``args``, or the :class:`~.args.GenerateArgs` that ``fields`` name (taken out of ``fields``),
+    or ``args`` with them changed; what is left must be the runner's options."""
+    import warnings
+
+    if "run" in fields:  # the argument's earlier name
+        warnings.warn("generate_predictions(run=...) is now generate_predictions(args=...)", DeprecationWarning,
+                      stacklevel=3)
+        args = fields.pop("run")
+    mine = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(GenerateArgs)] if k in fields}
+    known = {f.name for f in dataclass_fields(runner_cls.Options)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise IDCError(f"generate_predictions: unknown option(s) {', '.join(unknown)}")
+    if args is None:
+        return GenerateArgs(**mine)
+    return replace(args, **mine) if mine else args
 

@@ -1,11 +1,11 @@
-"""What every training recipe shares: settings, per-dataset defaults, labels, the caption loss.
+"""What every training recipe shares: its defaults, per-dataset defaults, labels, the caption loss.
 
 A model module (``idc_toolkit/models/<name>.py``) holds its runner and its recipe side by side,
 sharing one preprocessing and one decoding, so training, validation and ``idc-eval --model``
 see the same inputs and the same captions. A recipe declares its own options
-(:meth:`Recipe.add_arguments`, as a runner does), its base model class, its LoRA layout, how
+(:attr:`Recipe.Options`, a dataclass, as a runner does), its base model class, its LoRA layout, how
 a batch of rows becomes model input and any loss beyond the caption cross-entropy. The
-generic loop (:mod:`.train`) knows no model by name.
+generic loop (:mod:`idc_toolkit.training.train`) knows no model by name.
 
 Labels never depend on the tokenizer's padding side: :func:`pack` lays each row out as
 ``prefix`` (image slots, BOS, prompt: never trained) + ``target`` (caption, EOS) and pads on
@@ -18,10 +18,14 @@ from __future__ import annotations
 import argparse
 import functools
 import random
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Union
 
 from ..facts import DatasetFacts
+from .base import NoOptions, make_options
+
+if TYPE_CHECKING:
+    from ..training.args import TrainRun
 
 IGNORE = -100
 
@@ -36,44 +40,20 @@ class DatasetDefaults:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Every resolved setting of a run (written to ``train_config.json``, the fingerprint)."""
+class RecipeDefaults:
+    """What a run takes from its recipe, variant and dataset that no ``idc-train`` option sets:
+    recorded beside the arguments (``train_config.json``, the fingerprint)."""
 
-    model: str
-    variant: str
-    base_model: str
-    revision: Optional[str]
-    epochs: float
-    batch_size: int
-    grad_accum: int
-    lr: float
     lr_schedule: str
     weight_decay: float
     max_grad_norm: float
-    lora_rank: int
     lora_alpha: int
-    lora_dropout: float
     max_caption_tokens: int
+    #: the runner's decoding length (validation captions as ``idc-eval --model`` does)
     max_new_tokens: int
     select_by: str  #: ``CIDEr`` (validation captions, our scorer) or ``loss`` (validation loss)
     patience: int  #: epochs without improvement before stopping (0: never)
-    max_steps: int
-    save_steps: Optional[int]
-    seed: int
-    dtype: str
-    split: str
-    val_split: Optional[str]
-    val_limit: int
-    gradient_checkpointing: bool
     defaults_source: str
-    #: the recipe's own options (:meth:`Recipe.add_arguments`)
-    options: dict[str, Any] = field(default_factory=dict)
-    #: extra ``TrainingArguments`` fields (``--trainer-arg name=value``)
-    trainer_args: dict[str, Any] = field(default_factory=dict)
-    #: which reference a pair trains on (``--train-reference``; default: the dataset's facts)
-    train_reference: str = "random"
-    #: batches of pairs of similar text length (``--group-by-length``): another order of the same pairs
-    group_by_length: bool = False
 
 
 @functools.lru_cache(maxsize=65536)
@@ -124,36 +104,51 @@ class Recipe:
     variants: ClassVar[dict[str, VariantDefaults]]
     #: builder name -> defaults (``None``: any other dataset)
     dataset_defaults: ClassVar[dict[Optional[str], DatasetDefaults]]
-    #: the decoding that validation and ``idc-eval --model`` share
-    max_new_tokens: ClassVar[int] = 77
+    #: the decoding that validation and ``idc-eval --model`` share: the runner's default (``RUNNER.Options``)
+    max_new_tokens: ClassVar[int]
     #: BibTeX of the method, for the adapter's model card
     citation: ClassVar[str] = ""
     #: images the vision encoder reads per pair (BLIP2IDC: one stacked image; DAVIR: both)
     images_per_pair: ClassVar[int] = 1
+    #: this recipe's own options (``idc-train --model NAME --help``), each recorded as its ``record`` says
+    Options: ClassVar[type] = NoOptions
 
     # -- options and defaults --------------------------------------------------------------
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        """This recipe's own options (none by default)."""
+        """Add this recipe's own options (the fields of :attr:`Options`) to ``group``."""
+        from ..options import add_options, cli_fields
+
+        add_options(group, cls.Options, cli_fields(cls.Options), f"{cls.name}: ")
 
     @classmethod
-    def option_defaults(cls) -> dict[str, Any]:
-        probe = argparse.ArgumentParser(add_help=False)
-        cls.add_arguments(probe.add_argument_group())
-        return {a.dest: a.default for a in probe._actions}
+    def make_options(cls, options: Union[None, Mapping[str, Any], Any] = None, **given: Any) -> Any:
+        """This recipe's :attr:`Options` from an object, a dict of its fields or keywords; an unknown name is refused."""
+        from dataclasses import fields
+
+        from ..errors import IDCError
+
+        names = set(options if isinstance(options, Mapping) else ()) | set(given)
+        known = [f.name for f in fields(cls.Options)]
+        unknown = sorted(names - set(known))
+        if unknown:
+            raise IDCError(f"{cls.name} has no option(s) {', '.join(unknown)}; its own: {', '.join(known) or 'none'}")
+        return make_options(cls.Options, options, **given)
 
     @classmethod
     def defaults_for(cls, facts: DatasetFacts) -> DatasetDefaults:
         return cls.dataset_defaults.get(facts.builder, cls.dataset_defaults[None])
 
     @classmethod
-    def check(cls, facts: DatasetFacts, columns: list[str], options: dict[str, Any], where: str) -> None:
-        """Refuse, before any model is loaded, a dataset this recipe cannot train on."""
+    def check_dataset(cls, facts: DatasetFacts, columns: list[str], options: Any, where: str) -> None:
+        """Refuse, before any model is loaded, a dataset this recipe cannot train on (as
+        :meth:`~idc_toolkit.models.base.Runner.check_dataset`; ``options``: this recipe's :attr:`Options`)."""
 
     # -- the run ---------------------------------------------------------------------------
-    def __init__(self, settings: Settings, facts: DatasetFacts):
-        self.settings, self.facts = settings, facts
-        self.options = settings.options
+    def __init__(self, run: "TrainRun", facts: DatasetFacts):
+        """``run``: the resolved run (its arguments and this recipe's defaults); ``facts``: the dataset's."""
+        self.run, self.facts = run, facts
+        self.options = self.make_options(run.options)
 
     def load(self, dtype):
         raise NotImplementedError
@@ -170,16 +165,16 @@ class Recipe:
         raise NotImplementedError
 
     def reference(self, captions: list[str], pair_index: int, epoch: int) -> str:
-        """One reference per pair per epoch (``settings.train_reference``): ``random``, drawn
+        """One reference per pair per epoch (``run.train_reference``): ``random``, drawn
         anew each epoch (seeded by seed, epoch and pair, so a resumed run draws the same);
         ``shortest`` (IER, as BLIP2IDC's code does); ``consensus``, the one closest to the pair's
         other references (:func:`consensus_reference`)."""
         refs = [c for c in captions if c.strip()] or [""]
-        if self.settings.train_reference == "shortest":
+        if self.run.train_reference == "shortest":
             return min(refs, key=len)
-        if self.settings.train_reference == "consensus":
+        if self.run.train_reference == "consensus":
             return consensus_reference(tuple(refs))
-        return random.Random(f"{self.settings.seed}/{epoch}/{pair_index}").choice(refs)
+        return random.Random(f"{self.run.seed}/{epoch}/{pair_index}").choice(refs)
 
     def shuffle(self) -> bool:
         """Whether training batches are drawn in random order (the Trainer's default)."""

@@ -23,8 +23,8 @@ them instead, unless a prompt is given: each its question with its lettered choi
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable, Mapping, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Union
 
 from ..checks import positive_int
 from ..errors import IDCError
@@ -59,16 +59,8 @@ class Options:
             self.presentation = "stacked"  # what --single-image has always shown
         self.single_image = get_presentation(self.presentation).images == 1  # what the model is shown, one or two images
 
-    @classmethod
-    def of(cls, options: Mapping[str, Any]) -> "Options":
-        """The options among ``options`` (a runner's keywords: other keys are not the VLM's)."""
-        if isinstance(options.get("options"), cls):
-            return options["options"]
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in options.items() if k in names and v is not None})
 
-
-#: the options the command line adds to ``--prompt``'s mutually exclusive group, and after it
+#: the options the command line adds to ``--prompt``'s mutually exclusive group (with ``--prompt-file``), and after it
 PROMPT_OPTIONS = ("prompt", "prompt_preset")
 RUNNER_OPTIONS = ("presentation", "single_image", "max_new_tokens")
 
@@ -121,12 +113,13 @@ class VlmInputs:
     #: its raw answer, which the scorer reads (:mod:`idc_toolkit.multiple_choice`)
     questions = False
 
-    def __init__(self, processor, prompt: str, single_image: bool = False, max_new_tokens: int = MAX_NEW_TOKENS,
+    def __init__(self, processor, prompt: str, single_image: bool = False, max_new_tokens: Optional[int] = None,
                  presentation: Optional[str] = None):
         #: how the pair is shown (``None``: the two images, or the stacked pair for ``single_image``)
         self.presentation = get_presentation(presentation or ("stacked" if single_image else DEFAULT_PRESENTATION))
         self.single_image = self.presentation.images == 1
-        self.processor, self.prompt, self.max_new_tokens = processor, prompt, max_new_tokens
+        self.processor, self.prompt = processor, prompt
+        self.max_new_tokens = Options.max_new_tokens if max_new_tokens is None else max_new_tokens
         tokenizer = processor.tokenizer
         tokenizer.padding_side = "left"  # decoder-only generation: the answer starts where every prompt ends
         if tokenizer.pad_token is None:  # Llama-family chat tokenizers ship without one; padding is masked anyway
@@ -182,6 +175,7 @@ class VlmRunner(Runner):
     name = "vlm"
     transformers_checkpoint = True
     summary = "any transformers image-text-to-text model, zero-shot (Qwen2-VL, LLaVA-OneVision, Idefics3, ...)"
+    Options = Options
 
     @classmethod
     def add_arguments(cls, group) -> None:
@@ -208,23 +202,19 @@ class VlmRunner(Runner):
         return get_presentation(presentation).prompts[preset]
 
     @classmethod
-    def resolve_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        """``--single-image`` and ``--presentation stacked`` are one run (one fingerprint)."""
-        return {**options, **asdict(Options.of(options))}
-
-    @classmethod
-    def check_dataset(cls, columns, facts, options, where) -> None:
-        super().check_dataset(columns, facts, options, where)
-        o = Options.of(options)
+    def check_dataset(cls, facts, columns, options, where) -> None:
+        super().check_dataset(facts, columns, options, where)
+        o = cls.make_options(options)
         cls.resolve_prompt(facts, o.prompt, o.prompt_preset, o.presentation, where)
 
     def __init__(self, base_model: str, adapter: Optional[str], device: str, dtype: str, facts: DatasetFacts,
-                 revision: Optional[str] = None, **options: Any):
-        """``options``: the fields of :class:`Options` as keywords (``prompt=...``, ``presentation=...``),
-        or one ``options=Options(...)``."""
+                 revision: Optional[str] = None, options: Optional[Options] = None,
+                 multiple_choice: Optional[dict[str, Any]] = None, **given: Any):
+        """``options``: :class:`Options` (or ``given``, its fields as keywords); ``multiple_choice``:
+        the questions' record, where :meth:`dataset_options` asks the dataset's questions."""
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        self.options = o = Options.of(options)
+        self.options = o = self.make_options(options, **given)
         kwargs = {"revision": revision} if revision else {}
         self.dtype = resolve_dtype(dtype, device)
         processor = AutoProcessor.from_pretrained(base_model, **kwargs)
@@ -239,36 +229,36 @@ class VlmRunner(Runner):
             model = apply_adapter(model, adapter, base_model)
         self.model = model.to(device).eval()
         self.inputs = VlmInputs(processor, text, max_new_tokens=o.max_new_tokens, presentation=o.presentation)
-        self.inputs.questions = bool(options.get("multiple_choice"))  # dataset_options: the items ask questions
+        self.inputs.questions = bool(multiple_choice)  # dataset_options: the items ask questions
 
     @classmethod
-    def description(cls, base_model, adapter, device, dtype, facts, revision=None, **options: Any) -> dict[str, Any]:
-        o = Options.of(options)
+    def description(cls, base_model, adapter, device, dtype, facts, revision=None, options: Optional[Options] = None,
+                    multiple_choice: Optional[dict[str, Any]] = None, **given: Any) -> dict[str, Any]:
+        o = cls.make_options(options, **given)
         return {**super().description(base_model, adapter, device, dtype, facts, revision),
                 "presentation": o.presentation,
                 "preprocess": get_presentation(o.presentation).description,
                 "prompt": cls.resolve_prompt(facts, o.prompt, o.prompt_preset, o.presentation, base_model),
                 "chat_template": "the model's own (apply_chat_template, generation prompt added)",
                 "generation": f"greedy, max_new_tokens={o.max_new_tokens}, left padding",
-                "answer_cleaning": ANSWER_RULE, **cls.questions_described(options)}
+                "answer_cleaning": ANSWER_RULE, **cls.questions_described(multiple_choice)}
 
     @classmethod
-    def dataset_options(cls, columns: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    def dataset_options(cls, columns: list[str], options: Options) -> dict[str, Any]:
         """A dataset whose items ask multiple-choice questions (the columns
         :data:`~idc_toolkit.multiple_choice.COLUMNS`) is asked them, unless ``--prompt``,
         ``--prompt-file`` or ``--prompt-preset`` names an instruction: the question's template and
         the choice order then join the run's options (its fingerprint, ``model.json``)."""
-        if all(c in columns for c in QUESTION_COLUMNS) and options.get("prompt") is None \
-                and options.get("prompt_preset") is None:
+        if all(c in columns for c in QUESTION_COLUMNS) and options.prompt is None and options.prompt_preset is None:
             return {"multiple_choice": fingerprint_fields(with_prompt=True)}
         return {}
 
     @staticmethod
-    def questions_described(options: dict[str, Any]) -> dict[str, Any]:
+    def questions_described(multiple_choice: Optional[dict[str, Any]]) -> dict[str, Any]:
         """What ``model.json`` says of a run that asked questions (nothing for one that did not)."""
-        if not options.get("multiple_choice"):
+        if not multiple_choice:
             return {}
-        return {"multiple_choice": {**options["multiple_choice"], "choice_order_rule": CHOICE_ORDER_RULE},
+        return {"multiple_choice": {**multiple_choice, "choice_order_rule": CHOICE_ORDER_RULE},
                 "answer_cleaning": f"a row asked its question: none, the raw answer is the prediction (idc-eval reads "
                                    f"its letter, docs/scoring.md); any other row: {ANSWER_RULE}"}
 

@@ -1,18 +1,23 @@
 """What one ``idc-train`` run is given: one dataclass that is the command line (its options and
 help are derived from the fields), the argument of :func:`~idc_toolkit.training.train` and,
-resolved into :class:`~idc_toolkit.models.recipe.Settings`, the run's record."""
+resolved (:class:`TrainRun`: every default filled in, beside the recipe's own defaults), the
+run's record: each field's ``record`` metadata says whether ``train_config.json`` and the
+fingerprint hold it."""
 
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import TYPE_CHECKING, Any, Optional
 
 from .. import checks
 from ..errors import IDCError
 from ..facts import TRAIN_REFERENCES
-from ..options import check_fields, option, python_only, required
+from ..options import check_fields, name_values, option, python_only, required
 from ..stores import STORE_DATASET, STORE_OUT
+
+if TYPE_CHECKING:
+    from ..models.recipe import RecipeDefaults
 
 
 def _trainable() -> list[str]:
@@ -27,13 +32,16 @@ class TrainArgs:
     command line and the Python API refuse the same things in the same words."""
 
     model: str = required("the model (`--model NAME --help`: its options)", choices=_trainable)
-    dataset: str = required("an idc-build folder (DAVIR: after idc-precompute masks and entities)" + STORE_DATASET)
-    out: str = required("run folder (adapter/, checkpoints/, train_config.json, epochs.md, steps.jsonl)" + STORE_OUT)
+    # record=False: where the run reads and writes and how it runs, not what it trains (the dataset by its content)
+    dataset: str = required("an idc-build folder (DAVIR: after idc-precompute masks and entities)" + STORE_DATASET,
+                            record=False)
+    out: str = required("run folder (adapter/, checkpoints/, train_config.json, epochs.md, steps.jsonl)" + STORE_OUT,
+                        record=False)
     variant: Optional[str] = option(None, "the recipe's variant (blip2idc: ours | released; default: the first)")
     split: str = option("train", "training split")
     val_split: Optional[str] = option("validation", "validation split ('' for none: the last adapter is kept)")
     val_limit: int = option(0, "validate on the first N pairs only (0: all)", check=checks.non_negative_int)
-    overwrite: bool = option(False, "replace --out when it holds a training run with other settings")
+    overwrite: bool = option(False, "replace --out when it holds a training run with other settings", record=False)
     base_model: Optional[str] = option(None, "name or folder (default: the recipe's: blip2-opt-2.7b / instructblip-vicuna-7b)",
                                        check=checks.model_folder)
     revision: Optional[str] = option(None, "base model revision (Hub)")
@@ -45,7 +53,7 @@ class TrainArgs:
     lora_rank: Optional[int] = option(None, "default: the dataset's (docs/training.md)", check=checks.positive_int)
     lora_dropout: float = option(0.05, "dropout on the LoRA input (both papers: 0.05)", check=checks.unit_interval)
     max_steps: Optional[int] = option(None, "stop after N optimizer steps (overrides --epochs; default: none)",
-                                      check=checks.positive_int)
+                                      check=checks.positive_int, record=lambda steps: -1 if steps is None else steps)
     save_steps: Optional[int] = option(None, "checkpoint every N steps (default: every epoch)", check=checks.positive_int)
     seed: int = option(0, "seed of weights, order and reference draws", check=checks.seed)
     train_reference: Optional[str] = option(None, "the reference a pair trains on: random (a new draw each epoch, the papers'), "
@@ -53,41 +61,97 @@ class TrainArgs:
                                                   "default: the dataset's", choices=TRAIN_REFERENCES)
     seeds: Optional[list[int]] = option(None, "one run per seed, into OUT/seed_<N> (then idc-eval leaderboard with one "
                                               "--names label for the runs: mean and sd across seeds)",
-                                        check=checks.each_seed, nargs="+", metavar="N")
-    device: str = option("auto", "auto | cpu | cuda (ranks: torchrun / accelerate launch)")
+                                        check=checks.each_seed, nargs="+", metavar="N", record=False)
+    device: str = option("auto", "auto | cpu | cuda (ranks: torchrun / accelerate launch)", record=False)
     dtype: str = option("auto", "the frozen base's dtype; auto: bf16 on a GPU with bf16 (fp16 otherwise), float32 on CPU",
                         choices=("auto", "float32", "bfloat16", "float16"))
     gradient_checkpointing: bool = option(False, "trade compute for memory (7B bases)")
     memory_budget: Optional[float] = option(None, "GiB a step may use: the micro-batch is the largest divisor of the effective "
                                                   "batch (--batch-size x --grad-accum) that --dry-run's estimate fits in it, the "
                                                   "rest accumulated (exactly); --dry-run prints the largest batch that fits",
-                                            check=checks.positive_float, metavar="GIB")
+                                            check=checks.positive_float, metavar="GIB", record=False)
     group_by_length: bool = option(False, "batches of pairs of similar text length, less padding on the language side "
                                           "(another order of the same pairs each epoch)")
     dataloader_workers: Optional[int] = option(None, "processes that read, decode and collate batches beside the training "
                                                      "loop, into pinned memory on a GPU (default: up to 4 on a GPU, none on "
-                                                     "CPU: the loop's own process)", check=checks.non_negative_int, metavar="N")
+                                                     "CPU: the loop's own process)", check=checks.non_negative_int, metavar="N",
+                                               record=False)
     compile: bool = option(False, "torch.compile each layer of the base's stacks (ViT, Q-Former, LM): the first step pays "
                                   "the compilation (its time is logged and recorded); where this platform cannot compile, "
-                                  "one line says so and training goes on uncompiled")
+                                  "one line says so and training goes on uncompiled", record=False)
     log_every: int = option(10, "read the losses and gradient norm back from the device every N optimizer steps "
                                 "(steps.jsonl keeps one line per step; the Trainer logs the mean loss every N)",
-                            check=checks.positive_int, metavar="N")
-    report_to: str = option("auto", "auto (TensorBoard when installed) | none | tensorboard,wandb")
-    progress: bool = option(True, "hide the progress bar")
+                            check=checks.positive_int, metavar="N", record=False)
+    report_to: str = option("auto", "auto (TensorBoard when installed) | none | tensorboard,wandb", record=False)
+    progress: bool = option(True, "hide the progress bar", record=False)
     push_to_hub: Optional[str] = option(None, "upload the kept adapter with its model card to this Hub model repo",
-                                        metavar="REPO")
+                                        metavar="REPO", record=False)
     dry_run: bool = option(False, "check everything, print parameters (total and trainable per module group) and an "
-                                  "estimate of a step's memory from the base's config; load no weights, write nothing")
+                                  "estimate of a step's memory from the base's config; load no weights, write nothing",
+                           record=False)
     options: dict[str, Any] = python_only("the recipe's own options (fac_weight, pair_style, ...; on the command line "
                                           "each is its own flag: `--model NAME --help`)", dict)
-    trainer_args: dict[str, Any] = python_only("any other TrainingArguments field (repeatable), e.g. warmup_steps=100",
-                                               dict, check=lambda _option, value: check_trainer_args(value))
+    trainer_args: dict[str, Any] = name_values("any other TrainingArguments field (repeatable), e.g. warmup_steps=100",
+                                               "--trainer-arg", check=lambda _option, value: check_trainer_args(value))
 
     def __post_init__(self) -> None:
-        self.options, self.trainer_args = dict(self.options or {}), dict(self.trainer_args or {})
+        if not is_dataclass(self.options):  # a resolved run holds the recipe's Options object
+            self.options = dict(self.options or {})
+        self.trainer_args = dict(self.trainer_args or {})
         check_fields(self)
         self.val_split = self.val_split or None
+
+
+def with_values(args: TrainArgs, **values: Any) -> TrainArgs:
+    """A copy of ``args`` (of its own class, a subclass's fields kept) with ``values`` set as they are:
+    resolved values (a variant's ``epochs=10``), which a second pass of the checks would change
+    (``10.0``) and so change the record of a run that did not change."""
+    import copy
+
+    out = copy.copy(args)
+    names = {f.name for f in fields(args)}
+    for name, value in values.items():
+        if name not in names:
+            raise TypeError(f"{type(args).__name__} has no field {name!r}")
+        object.__setattr__(out, name, value)
+    return out
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """A resolved training run (:func:`~idc_toolkit.training.train.resolve_run`): ``args`` with every
+    default filled in (variant, base, epochs, batch, lr, rank, reference, the recipe's options as its
+    ``Options`` object) and the recipe's ``defaults`` that no option sets. A field of either reads as
+    an attribute (``run.lr``, ``run.lora_alpha``); :meth:`record` is what the run records."""
+
+    args: TrainArgs
+    defaults: "RecipeDefaults"
+
+    def __getattr__(self, name: str) -> Any:
+        for part in ("args", "defaults"):
+            try:
+                obj = object.__getattribute__(self, part)
+            except AttributeError:  # while unpickling, before the fields are set
+                raise AttributeError(name) from None
+            if any(f.name == name for f in fields(obj)):
+                return getattr(obj, name)
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+
+    def replace(self, **changes: Any) -> "TrainRun":
+        """This run with some fields of its arguments or defaults set to resolved values (:func:`with_values`)."""
+        mine = {f.name for f in fields(self.args)}
+        return TrainRun(with_values(self.args, **{k: v for k, v in changes.items() if k in mine}),
+                        replace(self.defaults, **{k: v for k, v in changes.items() if k not in mine}))
+
+    def record(self) -> dict[str, Any]:
+        """Every recorded field of the arguments and the defaults, as each field's ``record`` says."""
+        from ..runs.fingerprint import recorded
+
+        out = {}
+        for part in (self.args, self.defaults):
+            values = recorded(part)
+            out.update({f.name: values[f.name] for f in fields(part) if f.name in values})  # in field order
+        return out
 
 
 #: TrainingArguments fields the toolkit sets from its own flags or run folder: through --trainer-arg

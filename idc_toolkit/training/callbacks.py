@@ -31,6 +31,9 @@ class EpochValidation(TrainerCallback):
     ``RUN_DIR/adapter`` when it is the best so far; ``patience`` epochs without improvement stop
     the run."""
 
+    #: ``Trainer.log`` of the trainer this callback validates for (its constructor sets it)
+    log = None
+
     def __init__(self, recipe, rows, dataset: str, settings, out: Path):
         self.recipe, self.rows, self.dataset, self.settings, self.out = recipe, rows, dataset, settings, out
         self._refs = None  # the validation references, loaded at the first validation
@@ -120,10 +123,9 @@ class EpochValidation(TrainerCallback):
                 save_adapter(model, self.out / "adapter", self.settings.base_model)
         entry["kept"] = improved
         self.table.append(entry)
-        trainer = getattr(self, "trainer", None)
-        if trainer is not None:  # TensorBoard / W&B (report_to) get the validation scores, per category too
+        if self.log is not None:  # TensorBoard / W&B (report_to) get the validation scores, per category too
             pending = control.should_log  # Trainer.log clears it: the step's own loss log must still happen
-            trainer.log({f"eval_{k}": v for k, v in scores.items()})  # the TensorBoard callback files eval_X under eval/X
+            self.log({f"eval_{k}": v for k, v in scores.items()})  # the TensorBoard callback files eval_X under eval/X
             control.should_log = pending
         if state.is_world_process_zero:
             write_json_atomic(self.out / "epochs.json", self.table)

@@ -10,7 +10,6 @@ or dataset is named by its folder name and content fingerprint.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
@@ -68,9 +67,7 @@ def adapter_card(recipe_cls, settings, fields: dict[str, Any], dataset: str, tab
 
     base = _name(settings.base_model, fields.get("base_model_content"))
     data_name = _name(dataset, fields.get("dataset_content"))
-    from ..options import masked
-
-    shown = {k: v for k, v in masked(asdict(settings)).items() if k not in ("base_model",)}
+    shown = {k: v for k, v in settings.record().items() if k not in ("base_model",)}
     rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in shown.items())
     kept = next((r for r in reversed(table) if r.get("kept")), None)
     data = card_data(recipe_cls, settings, dataset, kept)

@@ -162,8 +162,6 @@ def fit_budget(settings, guess: Estimate):
     """``settings`` with the micro-batch and accumulation :meth:`Estimate.split` picks under the
     run's ``--memory-budget``: the same effective batch, and the same training, since the loss is
     divided by the target tokens of the whole optimizer step."""
-    from dataclasses import replace
-
     from ..errors import IDCError
 
     micro, accum = guess.split()
@@ -172,7 +170,7 @@ def fit_budget(settings, guess: Estimate):
         raise IDCError(f"--memory-budget {guess.budget_bytes / gib:g}: not one pair fits (frozen weights and LoRA state "
                        f"{(guess.weight_bytes + guess.lora_state_bytes) / gib:.1f} GiB, {guess.pair_bytes / gib:.2f} GiB a pair; "
                        "try --gradient-checkpointing)")
-    return replace(settings, batch_size=micro, grad_accum=accum)
+    return settings.replace(batch_size=micro, grad_accum=accum)
 
 
 _MEASURED: dict[tuple, tuple[int, dict[str, list[int]]]] = {}
@@ -192,7 +190,7 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
     def total(checkpointing: bool) -> tuple[float, dict[str, float]]:
         # checkpointed: the two-period slice, whose estimate the H100's peak holds within 10%
         cut = {s: min((2 if checkpointing else 3) * period[s], depth[s]) for s in STACKS}
-        fields = repr(sorted((k, v) for k, v in vars(settings).items() if k != "gradient_checkpointing"))
+        fields = repr(sorted((k, v) for k, v in settings.record().items() if k != "gradient_checkpointing"))
         key = (recipe_cls.name, config.to_json_string(), fields, str(dtype), autocast, repr(sorted(cut.items())), checkpointing)
         if key not in _MEASURED:  # the plain slice serves the checkpointed estimate too
             _MEASURED[key] = _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autocast, cut, checkpointing)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -36,8 +36,8 @@ from ..stores import input_folder, output_folder
 from ..facts import DatasetFacts
 from ..runs.folder import remove_owned
 from .adapter import save_adapter
-from .args import TrainArgs
-from ..models.recipe import Recipe, Settings
+from .args import TrainArgs, TrainRun, with_values
+from ..models.recipe import Recipe, RecipeDefaults
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "train_config.json"
@@ -54,7 +54,7 @@ class TrainResult:
     epochs: list[dict[str, Any]] = field(default_factory=list)
     already_done: bool = False
     losses: list[float] = field(default_factory=list)  #: the training loss of every optimizer step
-    settings: Optional[Settings] = None
+    settings: Optional[TrainRun] = None  #: the resolved run (:func:`resolve_run`)
     estimate: Any = None  #: ``--dry-run``: the :class:`~.estimate.Estimate`, and nothing was trained
 
 
@@ -92,7 +92,7 @@ def _open_split(dataset: str, split: str, progress: bool = False):
         raise IDCError(f"{dataset}: cannot read split {split!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
 
 
-def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: Settings,
+def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, settings: TrainRun,
                  progress: bool = False) -> tuple[Any, Any]:
     """Every check that needs no model: one-line errors naming the cause and the fix."""
     ds = _open_split(dataset, settings.split, progress)
@@ -102,7 +102,7 @@ def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, se
         if column not in ds.column_names:
             raise IDCError(f"{dataset} [{settings.split}] has no {column!r} column, which {recipe_cls.name} trains on: "
                            f"run {made_by} first")
-    recipe_cls.check(facts, ds.column_names, settings.options, f"{dataset} [{settings.split}]")
+    recipe_cls.check_dataset(facts, ds.column_names, settings.options, f"{dataset} [{settings.split}]")
     config = _base_config(settings.base_model, settings.revision)
     model_type = config.get("model_type", "")
     if model_type != recipe_cls.model_type:
@@ -121,36 +121,36 @@ def check_inputs(recipe_cls: type[Recipe], dataset: str, facts: DatasetFacts, se
     return ds, val
 
 
-def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainArgs) -> Settings:
-    """Every setting of a run: what was given, else the variant's and the dataset's defaults
-    (``defaults_source`` says where the rank and lr came from). The values were range-checked
-    when ``args`` was made."""
+def resolve_run(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainArgs) -> TrainRun:
+    """The run ``args`` ask for, every default resolved: what was given, else the variant's and the
+    dataset's defaults (``defaults_source`` says where the rank and lr came from), the recipe's
+    options as its ``Options``. The values were range-checked when ``args`` was made."""
     variant = args.variant or next(iter(recipe_cls.variants))
     if variant not in recipe_cls.variants:
         raise IDCError(f"--variant {variant!r}: {recipe_cls.name} has {', '.join(recipe_cls.variants)}")
     v = recipe_cls.variants[variant]
     d = recipe_cls.defaults_for(facts)
     rank = d.lora_rank if args.lora_rank is None else args.lora_rank
-    known = recipe_cls.option_defaults()
-    unknown = sorted(set(args.options) - set(known))
-    if unknown:
-        raise IDCError(f"{recipe_cls.name} has no option(s) {', '.join(unknown)}; its own: {', '.join(known) or 'none'}")
-    return Settings(
-        model=recipe_cls.name, variant=variant, base_model=args.base_model or recipe_cls.base_model,
+    resolved = with_values(
+        args, model=recipe_cls.name, variant=variant, base_model=args.base_model or recipe_cls.base_model,
         revision=args.revision if args.base_model else (args.revision or recipe_cls.revision),
         epochs=v.epochs if args.epochs is None else args.epochs,
         batch_size=v.batch_size if args.batch_size is None else args.batch_size,
-        grad_accum=args.grad_accum, lr=d.lr if args.lr is None else args.lr,
-        lr_schedule=v.lr_schedule, weight_decay=v.weight_decay, max_grad_norm=v.max_grad_norm,
-        lora_rank=rank, lora_alpha=2 * rank, lora_dropout=args.lora_dropout,
-        max_caption_tokens=v.max_caption_tokens,
-        max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by, patience=v.patience,
-        max_steps=-1 if args.max_steps is None else args.max_steps, save_steps=args.save_steps, seed=args.seed,
-        dtype=args.dtype, split=args.split, val_split=args.val_split, val_limit=args.val_limit,
-        gradient_checkpointing=bool(args.gradient_checkpointing),
-        defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}",
-        options={**known, **args.options}, trainer_args=dict(args.trainer_args),
-        train_reference=args.train_reference or facts.train_reference, group_by_length=bool(args.group_by_length))
+        lr=d.lr if args.lr is None else args.lr, lora_rank=rank,
+        train_reference=args.train_reference or facts.train_reference, options=recipe_cls.make_options(args.options))
+    defaults = RecipeDefaults(
+        lr_schedule=v.lr_schedule, weight_decay=v.weight_decay, max_grad_norm=v.max_grad_norm, lora_alpha=2 * rank,
+        max_caption_tokens=v.max_caption_tokens, max_new_tokens=recipe_cls.max_new_tokens, select_by=v.select_by,
+        patience=v.patience, defaults_source=f"variant {variant} ({v.description}); rank/lr: {d.source}")
+    return TrainRun(resolved, defaults)
+
+
+def resolve_settings(recipe_cls: type[Recipe], facts: DatasetFacts, args: TrainArgs) -> TrainRun:
+    """Deprecated name of :func:`resolve_run`."""
+    import warnings
+
+    warnings.warn("resolve_settings is now resolve_run", DeprecationWarning, stacklevel=2)
+    return resolve_run(recipe_cls, facts, args)
 
 
 class _Rows:
@@ -170,18 +170,16 @@ class _Rows:
         self.epoch = int(epoch)
 
 
-def run_fields(settings: Settings, dataset: str, progress: bool = False) -> dict[str, Any]:
-    """What a run's adapter depends on: every setting (secrets masked) and the content of the data
-    and base (``progress``: show their first hashing where it is long)."""
+def run_fields(settings: TrainRun, dataset: str, progress: bool = False) -> dict[str, Any]:
+    """What a run's adapter depends on: every recorded field of the resolved run (:meth:`TrainRun.record`:
+    each as its ``record`` metadata says, secrets masked) and the content of the data and base
+    (``progress``: show their first hashing where it is long)."""
     from .. import __version__
     from ..runs.fingerprint import path_content
 
-    from ..options import masked
-
     # secrets (--trainer-arg hub_token=...) reach the Trainer, never a record, card or log
-    return masked({**asdict(settings), "dataset_content": path_content(dataset, progress),
-                   "base_model_content": path_content(settings.base_model, progress),
-                   "toolkit": __version__})
+    return {**settings.record(), "dataset_content": path_content(dataset, progress),
+            "base_model_content": path_content(settings.base_model, progress), "toolkit": __version__}
 
 
 def train_seeds(args: TrainArgs, callbacks: Sequence[Any] = ()) -> list[TrainResult]:
@@ -217,7 +215,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
     progress, push_to_hub = args.progress, args.push_to_hub
     dataset = input_folder(args.dataset, IDCError, progress)  # a store's dataset: its local copy
     facts = dataset_facts(dataset)
-    settings = resolve_settings(recipe_cls, facts, args)
+    settings = resolve_run(recipe_cls, facts, args)
     train_rows, val_rows = check_inputs(recipe_cls, dataset, facts, settings, progress)
     if args.dry_run or args.memory_budget:
         from .estimate import estimate, fit_budget
@@ -276,7 +274,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
         if recipe.picture_every() > 0:
             extra.append(AttentionPictures(recipe, val_rows or train_rows, out, recipe.picture_every()))
         trainer = _trainer_class()(model=net, args=trainer_args, train_dataset=_Rows(train_rows), data_collator=recipe.collate,
-                                   callbacks=extra + list(callbacks))
+                                   callbacks=extra + list(callbacks), recipe=recipe, step_log=steps, validation=validation)
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
         from .callbacks import progress_callback
@@ -285,8 +283,6 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
             trainer.remove_callback(printer)
         if progress:
             trainer.add_callback(progress_callback(_on_terminal()))
-        trainer.recipe, trainer.step_log = recipe, steps
-        validation.trainer = trainer  # to log validation scores where report_to sends the Trainer's logs
         if last:
             log.info("resuming from %s", last)
         outcome = trainer.train(resume_from_checkpoint=last)
@@ -338,7 +334,7 @@ def load_dtype(dtype: str, device: str):
     return resolve_dtype(dtype, device)
 
 
-def training_arguments(s: Settings, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
+def training_arguments(s: TrainRun, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
                        log_every: int = 1):
     """``TrainingArguments`` of a run; ``s.trainer_args`` are applied last and validated by
     transformers itself (an unknown field is an error naming it). On a GPU: bf16 autocast where
@@ -366,7 +362,7 @@ def training_arguments(s: Settings, out: Path, device: str, report_to: str, prog
         raise IDCError(f"TrainingArguments refused the settings: {exc}") from None
 
 
-def trainer_fields(s: Settings, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
+def trainer_fields(s: TrainRun, out: Path, device: str, report_to: str, progress: bool, workers: Optional[int] = None,
                    log_every: int = 1) -> dict[str, Any]:
     """The ``TrainingArguments`` fields :func:`training_arguments` sets from a run's settings (see there)."""
     import torch
@@ -376,7 +372,7 @@ def trainer_fields(s: Settings, out: Path, device: str, report_to: str, progress
     workers = default_workers(device) if workers is None else workers
     kwargs: dict[str, Any] = dict(
         output_dir=str(out / "checkpoints"), per_device_train_batch_size=s.batch_size, gradient_accumulation_steps=s.grad_accum,
-        learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=s.max_steps, seed=s.seed, data_seed=s.seed,
+        learning_rate=s.lr, num_train_epochs=s.epochs, max_steps=-1 if s.max_steps is None else s.max_steps, seed=s.seed, data_seed=s.seed,
         lr_scheduler_type=s.lr_schedule, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
         warmup_steps=0, save_strategy="steps" if s.save_steps else "epoch", save_steps=s.save_steps or 500,
         save_total_limit=2, logging_steps=log_every, logging_nan_inf_filter=False, report_to=_report_to(report_to),
@@ -609,8 +605,13 @@ def _trainer_class():
 
         loss_is_scaled_for_ga = True
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args, recipe, step_log, validation=None, **kwargs):
+            """``recipe``: the batches and the extra losses; ``step_log``: the per-step losses and gradient
+            norm (``steps.jsonl``); ``validation``: logs its scores through this trainer."""
             super().__init__(*args, **kwargs)
+            self.recipe, self.step_log = recipe, step_log
+            if validation is not None:
+                validation.log = self.log  # validation scores go where report_to sends the Trainer's logs
             self.model_accepts_loss_kwargs = True  # so the Trainer counts the step's target tokens
             self._loss_shifts_labels = True  # caption_loss_sum predicts label t + 1 at position t
 
@@ -633,7 +634,7 @@ def _trainer_class():
                 torch.save(shown, os.path.join(output_dir or self.args.output_dir, TRAINING_ARGS_NAME))
 
         def _get_train_sampler(self, *args, **kwargs):
-            if self.recipe.settings.group_by_length:  # asked for: it replaces even a recipe's unshuffled order
+            if self.recipe.run.group_by_length:  # asked for: it replaces even a recipe's unshuffled order
                 return length_grouped_sampler(self.train_dataset, self.recipe,
                                               self.args.train_batch_size * self.args.gradient_accumulation_steps, self.args.seed)
             if not self.recipe.shuffle():
