@@ -20,7 +20,7 @@ from idc_toolkit.options import option
 from idc_toolkit.stores import STORE_DATASET
 
 from .groups import listed_ids
-from .predictions import CaptionsFile, read_captions_file
+from .predictions import file_problems, read_captions_file, refuse  # noqa: F401  (refuse: public here too)
 
 
 @dataclass
@@ -29,30 +29,6 @@ class CheckReferencesArgs:
 
     dataset: Optional[str] = option(None, "also check that every id is a pair of this dataset" + STORE_DATASET)
     split: str = option("test", "the dataset's split")
-
-
-def file_problems(parsed: CaptionsFile) -> tuple[list[str], list[str], dict[str, int]]:
-    """The problems of a file read by :func:`~.predictions.read_captions_file` (empty: none), its
-    warnings and what it holds (``ids``, ``captions``)."""
-    path = parsed.path
-    problems = list(parsed.problems)
-    ids: dict[str, int] = {}
-    empty: list[str] = []
-    for r in parsed.records:
-        if r.pair_id is None:
-            problems.append(f"{path}: {r.where}: no pair_id / image_id")
-            continue
-        ids[str(r.pair_id)] = ids.get(str(r.pair_id), 0) + 1
-        if not isinstance(r.caption, str):
-            problems.append(f"{path}: {r.where} (id {r.pair_id!r}): the caption is {type(r.caption).__name__}, not a string")
-        elif not r.caption.strip():
-            empty.append(str(r.pair_id))
-    twice = [] if parsed.references else sorted(i for i, n in ids.items() if n > 1)  # references may give several
-    if twice:
-        problems.append(f"{path}: {len(twice)} id(s) have several predictions: {listed_ids(twice)}")
-    warnings = [f"{path}: {len(empty)} empty caption(s), of id(s) {listed_ids(empty)}: scored as given "
-                "(--drop-empty-references drops them)"] if empty else []
-    return problems, warnings, {"ids": len(ids), "captions": sum(ids.values())}
 
 
 def check_file(path: Path | str, dataset: Optional[str] = None,
@@ -70,17 +46,6 @@ def check_file(path: Path | str, dataset: Optional[str] = None,
         if absent:
             problems.append(f"{parsed.path}: {len(absent)} id(s) are not in {dataset} [{split}]: {listed_ids(absent)}")
     return problems, warnings, counts
-
-
-def refuse(parsed: CaptionsFile) -> None:
-    """What every scoring run does before it starts: refuse a file with any of :func:`file_problems`'
-    problems, each on its own line (warnings are the scorer's to give)."""
-    from idc_toolkit.errors import EvaluationError
-
-    problems, _, _ = file_problems(parsed)
-    if problems:
-        raise EvaluationError("\n".join(problems) + ("" if len(problems) == 1 else f"\n{parsed.path}: {len(problems)} "
-                                                     "problems (idc-eval check-references lists them)"))
 
 
 def refuse_bad_file(path: Path | str) -> None:

@@ -82,7 +82,7 @@ class Record:
 @dataclass
 class CaptionsFile:
     """A reference or predictions file read and decoded once: its records, and the problems found
-    reading them (:func:`~.check_references.file_problems` adds those of their ids and captions)."""
+    reading them (:func:`file_problems` adds those of their ids and captions)."""
 
     path: Path
     records: list[Record] = field(default_factory=list)
@@ -185,8 +185,43 @@ def _read_value(out: CaptionsFile, data: Any) -> None:
         out.problems.append(f"{out.path}: expected a coco annotation file, a mapping, a coco results list or JSON lines")
 
 
+def file_problems(parsed: CaptionsFile) -> tuple[list[str], list[str], dict[str, int]]:
+    """The problems of a file read by :func:`read_captions_file` (empty: none), its
+    warnings and what it holds (``ids``, ``captions``)."""
+    path = parsed.path
+    problems = list(parsed.problems)
+    ids: dict[str, int] = {}
+    empty: list[str] = []
+    for r in parsed.records:
+        if r.pair_id is None:
+            problems.append(f"{path}: {r.where}: no pair_id / image_id")
+            continue
+        ids[str(r.pair_id)] = ids.get(str(r.pair_id), 0) + 1
+        if not isinstance(r.caption, str):
+            problems.append(f"{path}: {r.where} (id {r.pair_id!r}): the caption is {type(r.caption).__name__}, not a string")
+        elif not r.caption.strip():
+            empty.append(str(r.pair_id))
+    twice = [] if parsed.references else sorted(i for i, n in ids.items() if n > 1)  # references may give several
+    if twice:
+        problems.append(f"{path}: {len(twice)} id(s) have several predictions: {listed_ids(twice)}")
+    warnings = [f"{path}: {len(empty)} empty caption(s), of id(s) {listed_ids(empty)}: scored as given "
+                "(--drop-empty-references drops them)"] if empty else []
+    return problems, warnings, {"ids": len(ids), "captions": sum(ids.values())}
+
+
+def refuse(parsed: CaptionsFile) -> None:
+    """What every scoring run does before it starts: refuse a file with any of :func:`file_problems`'
+    problems, each on its own line (warnings are the scorer's to give)."""
+    from idc_toolkit.errors import EvaluationError
+
+    problems, _, _ = file_problems(parsed)
+    if problems:
+        raise EvaluationError("\n".join(problems) + ("" if len(problems) == 1 else f"\n{parsed.path}: {len(problems)} "
+                                                     "problems (idc-eval check-references lists them)"))
+
+
 def predictions_of(parsed: CaptionsFile) -> dict[str, str]:
-    """The ``{pair_id: caption}`` of a predictions file that :func:`~.check_references.file_problems`
+    """The ``{pair_id: caption}`` of a predictions file that :func:`file_problems`
     passed: one caption per pair, and a record naming its pair twice names it once."""
     path = parsed.path
     if isinstance(parsed.data, dict):
@@ -204,8 +239,6 @@ def predictions_of(parsed: CaptionsFile) -> dict[str, str]:
 def load_predictions(path: Path | str) -> dict[str, str]:
     """Read a predictions file in any of its formats, refusing it with every problem
     ``idc-eval check-references`` lists; ids become strings."""
-    from .check_references import refuse
-
     parsed = read_captions_file(path)
     refuse(parsed)
     return predictions_of(parsed)
@@ -227,8 +260,6 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
 
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
     """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
-    from .check_references import refuse
-
     parsed = read_captions_file(path)
     refuse(parsed)
     path, data = parsed.path, parsed.data
