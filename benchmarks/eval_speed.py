@@ -69,6 +69,23 @@ print(pycocoevalcap_scores(refs, hyps)[0])
 """
 
 
+#: ``idc-eval`` as a user types it, then its own peak resident memory and its children's (METEOR's
+#: aligner), in KiB, on stderr's last line
+MEASURED_EVAL = """
+import resource, runpy, sys
+sys.argv = ["idc-eval", *sys.argv[1:]]
+try:
+    runpy.run_module("idc_toolkit.cli.eval", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print("peak-rss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+      file=sys.stderr)
+sys.exit(code)
+"""
+#: the (own, children's) peak memory of each fresh Python-scorer idc-eval, in MiB
+FRESH_MEMORY: list[tuple[float, float]] = []
+
+
 def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) -> list[tuple[float, float, float]]:
     """(f), (g) and (g'), ``repeats`` times, alternately: each a new process, interpreter start and
     imports included, each idc-eval with cold tokenizer and METEOR caches of its own. Alternating
@@ -92,11 +109,15 @@ def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) ->
                    "IDC_TOKENIZER_CACHE": str(tmp_path / f"fresh_tokens_{scorer}_{k}.sqlite")}
             shutil.rmtree(tmp_path / "out_fresh", ignore_errors=True)
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
-                            "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
-                            "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
-                            "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True, env=env)
+            run = subprocess.run([sys.executable, "-c", MEASURED_EVAL, "--predictions", str(tmp_path / "preds.json"),
+                                  "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
+                                  "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
+                                  "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True,
+                                 env=env, text=True)
             took.append(time.perf_counter() - t)
+            if scorer == "python":
+                own, children = run.stderr.strip().splitlines()[-1].split()[1:]
+                FRESH_MEMORY.append((int(own) / 1024, int(children) / 1024))
         runs.append((naive, *took))
     return runs
 
@@ -214,6 +235,8 @@ def main() -> None:
         print(f"speed-up of (c) over (b): {time_b / time_c:.1f} x")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process ((c) to (e)): {peak:.0f} MiB at {args.pairs:,} pairs")
+    for own, children in FRESH_MEMORY:
+        print(f"(g) peak resident memory: {own:.0f} MiB, its METEOR aligner process {children:.0f} MiB, at {args.pairs:,} pairs")
 
 
 if __name__ == "__main__":
