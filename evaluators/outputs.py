@@ -163,63 +163,23 @@ def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
     return series
 
 
+def chart_data(result: ScoreResult) -> dict[str, Any]:
+    """What ``by_category.png`` shows, as plain data: the groups' names, sizes and series."""
+    return {"names": list(result.groups), "n": [result.groups[n].n for n in result.groups], "series": chart_series(result)}
+
+
 def plot_by_category(path: Path, result: ScoreResult, caveat: str = "") -> Path:
-    """Bars per group and metric; a zero score is drawn as a zero line with its value written,
-    n/a is written as such, bootstrap intervals are error bars. Drawn on a bare ``Figure``
-    with the Agg canvas: no pyplot, so no global figure state and no GUI backend chosen."""
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """``by_category.png`` of ``result`` (:func:`.chart.draw_by_category`)."""
+    from .chart import start_drawing
 
-    names = list(result.groups)
-    series = chart_series(result)
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(series))
-    fig = Figure(figsize=(max(6, 1.2 * len(names)), 4))
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    top = max([v for s in series.values() for v in s["values"] if v is not None] or [1.0])
-    for j, (m, s) in enumerate(series.items()):
-        pos = x + j * width - 0.4 + width / 2
-        heights = [0.0 if v is None else v for v in s["values"]]
-        has_ci = any(s["err_low"]) or any(s["err_high"])
-        bars = ax.bar(pos, heights, width, label=m, yerr=[s["err_low"], s["err_high"]] if has_ci else None,
-                      capsize=2 if has_ci else 0)
-        color = bars.patches[0].get_facecolor() if bars.patches else None
-        for p_, v in zip(pos, s["values"]):
-            if v is None:
-                ax.text(p_, 0.01 * top, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
-            elif v == 0:
-                ax.plot([p_ - width / 2, p_ + width / 2], [0, 0], color=color, linewidth=2.5)
-                ax.text(p_, 0.01 * top, "0", ha="center", va="bottom", fontsize=6)
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{n}\n(n={result.groups[n].n})" for n in names], fontsize=8)
-    ax.set_ylabel("score x100")
-    ax.set_title("Scores per group (each scored on its own)" + (f"\n{caveat}" if caveat else ""), fontsize=10)
-    if series:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
+    return start_drawing(path, chart_data(result), caveat)()
 
 
-def preload_chart_libraries() -> None:
-    """Import what :func:`plot_by_category` needs in a background thread. The import (0.3-0.8 s:
-    matplotlib, its font list) then overlaps METEOR's alignment, during which Python waits,
-    instead of following the scoring; a fresh ``idc-eval`` finishes that much sooner. Of the
-    ~200 modules it loads, the scoring meanwhile imports only ``pprint``, a leaf (measured), so
-    the two threads cannot hold each other's import locks."""
-    import importlib
-    import threading
+def preload_chart_libraries(pairs: int = 0) -> None:
+    """Prepare the chart's drawing while the scoring runs (:func:`.chart.prepare_drawing`)."""
+    from .chart import prepare_drawing
 
-    def load() -> None:
-        try:
-            for module in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
-                importlib.import_module(module)
-        except BaseException:  # only a head start: drawing imports again and reports what fails
-            pass
-
-    threading.Thread(target=load, daemon=True, name="idc-chart-imports").start()
+    prepare_drawing(pairs)
 
 
 #: every file an evaluation writes into ``--out`` (what a rerun may replace, and nothing else)
@@ -307,8 +267,13 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
 
     from .paper_tables import RunLabel, write_layouts
 
+    from .chart import start_drawing
+
     out_dir.mkdir(parents=True, exist_ok=True)
     label = label or RunLabel()
+    unparsed = meta.get("multiple_choice")  # the chart's accuracy bars say what they rest on too
+    chart = start_drawing(out_dir / "by_category.png", chart_data(result), " ".join(t for t in (label.caveat, unparsed and (
+        f"MC_accuracy: {unparsed['unparsed']} of {unparsed['items']} answers unparsed, counted as not correct")) if t))
     write_layouts(out_dir, result, list(layouts), group_names, label)
     data = metrics_dict(result, meta, warnings)
     write_text_atomic(out_dir / "metrics.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -324,7 +289,5 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
         note += counts_line(meta["multiple_choice"]) + "; caption metrics score the pairs with references only\n"
     write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
-    unparsed = meta.get("multiple_choice")  # the chart's accuracy bars say what they rest on too
-    plot_by_category(out_dir / "by_category.png", result, " ".join(t for t in (label.caveat, unparsed and (
-        f"MC_accuracy: {unparsed['unparsed']} of {unparsed['items']} answers unparsed, counted as not correct")) if t))
+    chart()
     return data

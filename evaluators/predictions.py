@@ -52,12 +52,17 @@ class References:
         return self.memberships.get(pid) or ([category] if category is not None else [])
 
 
-def _caption(value: Any, where: str) -> str:
+def _caption(value: Any, where: Any) -> str:
+    """``value`` as one caption; ``where``: the place a refusal names (a string, or a function
+    giving it: formatted only for a refusal)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        return value[0]
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if not isinstance(value, str):
-        raise EvaluationError(f"{where}: the caption must be a string, found {type(value).__name__}")
-    return value
+    raise EvaluationError(f"{where() if callable(where) else where}: the caption must be a string, "
+                          f"found {type(value).__name__}")
 
 
 #: how a predictions argument is given: a file, or ``{pair_id: caption}`` in memory
@@ -75,8 +80,15 @@ class Record:
 
     pair_id: Any
     caption: Any
-    where: str  # "line 3", "item 0", "key 'x'", "annotation 2"
+    place: tuple  # ("line", 3), ("item", 0), ("key", "x"), ("key", "x", 1), ("annotation", 2)
     fields: Optional[dict[str, Any]] = None  # the record's object (JSON Lines, a results list)
+
+    @property
+    def where(self) -> str:
+        """"line 3", "item 0", "key 'x'", "key 'x', reference 1", "annotation 2": written only for a
+        message (a file of 400,000 captions is read without formatting one)."""
+        kind, at, *reference = self.place
+        return f"{kind} {at!r}" + (f", reference {reference[0]}" if reference else "") if kind == "key" else f"{kind} {at}"
 
 
 @dataclass
@@ -113,11 +125,12 @@ def read_captions_file(path: Path | str) -> CaptionsFile:
     repeated: list[str] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in seen:
-                repeated.append(key)
-            seen[key] = value
+        seen = dict(pairs)  # the last value of a repeated key, as JSON keeps it
+        if len(seen) < len(pairs):  # a key given twice: named below
+            counted: dict[str, int] = {}
+            for key, _ in pairs:
+                counted[key] = counted.get(key, 0) + 1
+            repeated.extend(k for k, n in counted.items() if n > 1)
         return seen
 
     lines = path.suffix == ".jsonl" and bool(text.strip())
@@ -162,7 +175,7 @@ def _read_lines(out: CaptionsFile, text: str) -> None:
         if not isinstance(obj, dict):
             out.problems.append(f"{out.path}: line {lineno}: expected an object with pair_id and caption")
             continue
-        out.records.append(Record(_record_id(obj), obj.get("caption"), f"line {lineno}", obj))
+        out.records.append(Record(_record_id(obj), obj.get("caption"), ("line", lineno), obj))
 
 
 def _read_value(out: CaptionsFile, data: Any) -> None:
@@ -171,16 +184,16 @@ def _read_value(out: CaptionsFile, data: Any) -> None:
     if annotations:
         for i, ann in enumerate(data["annotations"]):
             ann = ann if isinstance(ann, dict) else {}
-            out.records.append(Record(ann.get("image_id"), ann.get("caption"), f"annotation {i}"))
+            out.records.append(Record(ann.get("image_id"), ann.get("caption"), ("annotation", i)))
     elif isinstance(data, dict):
         for key, value in data.items():
             several = isinstance(value, list)
             for k, caption in enumerate(value if several else [value]):
-                out.records.append(Record(key, caption, f"key {key!r}" + (f", reference {k}" if several else "")))
+                out.records.append(Record(key, caption, ("key", key, k) if several else ("key", key)))
     elif isinstance(data, list):
         for i, obj in enumerate(data):
             obj = obj if isinstance(obj, dict) else {}
-            out.records.append(Record(_record_id(obj), obj.get("caption"), f"item {i}", obj))
+            out.records.append(Record(_record_id(obj), obj.get("caption"), ("item", i), obj))
     else:
         out.problems.append(f"{out.path}: expected a coco annotation file, a mapping, a coco results list or JSON lines")
 
@@ -276,14 +289,12 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
         if type(first) is not type(raw):
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
-        captions.setdefault(key, []).append(_caption(ann.get("caption"), f"{path}: annotation {i}"))
+        captions.setdefault(key, []).append(_caption(ann.get("caption"), lambda: f"{path}: annotation {i}"))
     cats = read_category_map(category_map) if category_map else {}
 
-    def of(pid: str) -> list[str]:
-        return cats.get(rcc_id(pid), [])
-
-    categories = {pid: (of(pid)[0] if of(pid) else None) for pid in captions}
-    memberships = {pid: of(pid) for pid in captions if len(of(pid)) > 1}
+    of = {pid: cats.get(rcc_id(pid), []) for pid in captions} if cats else {}
+    categories = {pid: (of[pid][0] if of.get(pid) else None) for pid in captions}
+    memberships = {pid: names for pid, names in of.items() if len(names) > 1}
     order = list(dict.fromkeys(c for names in cats.values() for c in names))
     return References(captions, categories, str(path), _fingerprint(captions, categories), order, memberships)
 

@@ -298,7 +298,7 @@ def score(s: Scoring, extra: list[Any], progress: Optional[Callable[[str], None]
     for w in prep.warnings:
         log.warning("warning: %s", w)
     if charts:
-        preload_chart_libraries()
+        preload_chart_libraries(len(ids))
     extra = [*extra, *([s.choice] if s.choice is not None else [])]
     if s.backward is not None:
         from idc_toolkit.metrics.reverse import ReverseOverlap

@@ -60,7 +60,8 @@ class NeedsWarmUp(WordCountRatio):
     calls: list = []
 
     @classmethod
-    def prewarm(cls):
+    def prewarm(cls, pairs=0):
+        assert isinstance(pairs, int) and pairs >= 0  # about how many pairs the scoring holds (0: unknown)
         cls.calls.append("prewarm")
 
     @classmethod

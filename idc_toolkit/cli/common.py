@@ -48,8 +48,20 @@ def shown_out(out: object, local: object) -> str:
     return f"{shown_uri(text)} (local copy: {local})"
 
 
-def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=HelpFormatter)
+class _HelpDescribedLater(argparse.ArgumentParser):
+    """A parser whose description is a function, asked only when help is shown."""
+
+    def format_help(self) -> str:
+        if callable(self.description):
+            self.description = self.description()
+        return super().format_help()
+
+
+def parser(prog: str, description: str | Callable[[], str]) -> argparse.ArgumentParser:
+    """A command's parser with the common options; ``description`` may be a function (text that
+    costs imports to write, asked only by ``--help``)."""
+    cls = _HelpDescribedLater if callable(description) else argparse.ArgumentParser
+    p = cls(prog=prog, description=description, formatter_class=HelpFormatter)
     add_common(p)
     return p
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,10 +65,13 @@ def make_parser(model: str | None = None) -> argparse.ArgumentParser:
     from ..models.registry import MODELS
     from ..options import add_options, cli_fields
 
-    subcommands = "; ".join(f"`idc-eval {name}`: {make().description.split(': ')[0].rstrip('.')}"
-                            for name, (make, _) in SUBCOMMANDS.items())
-    p = common.parser("idc-eval", "Score image-difference captions (coco-caption metrics), or run a checkpoint and "
-                                  f"score it. Subcommands (each with --help): {subcommands}.")
+    def describe() -> str:  # each subcommand's parser imports its module: only for --help
+        subcommands = "; ".join(f"`idc-eval {name}`: {make().description.split(': ')[0].rstrip('.')}"
+                                for name, (make, _) in SUBCOMMANDS.items())
+        return ("Score image-difference captions (coco-caption metrics), or run a checkpoint and "
+                f"score it. Subcommands (each with --help): {subcommands}.")
+
+    p = common.parser("idc-eval", describe)
     add_options(p.add_mutually_exclusive_group(required=True), ScoreWhat, ["predictions", "model"])
     m = p.add_argument_group("checkpoint runs (--model)")
     add_options(m, GenerateArgs, cli_fields(GenerateArgs))
@@ -96,15 +100,33 @@ def make_compare_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: bytes a predicted pair takes at least in any predictions format (an id, a short caption, JSON's marks)
+BYTES_PER_PAIR = 48
+
+
+def likely_pairs(predictions: str | None) -> int:
+    """About how many pairs a predictions file holds, from its size alone (a file not there: 0):
+    what the scoring's helper processes are started for before the file is read."""
+    try:
+        return os.path.getsize(predictions) // BYTES_PER_PAIR if predictions else 0
+    except OSError:
+        return 0
+
+
 def run_score(args) -> dict:
     from ..metrics.registry import resolve_families
 
     from ..metrics.implementation import using
     from ..metrics.registry import metric_class
 
+    pairs = likely_pairs(args.predictions)
     with using(args.scorer):  # what a family needs loads while everything below imports, reads, tokenizes
         for family in resolve_families(args.metrics):
-            metric_class(family).prewarm()
+            metric_class(family).prewarm(pairs)
+    if args.out:
+        from ..evaluators.chart import prepare_drawing
+
+        prepare_drawing(pairs)
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 

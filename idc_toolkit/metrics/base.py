@@ -59,9 +59,10 @@ class Metric:
 
     # -- what a metric needs before and around a scoring, asked of every family by generic code --
     @classmethod
-    def prewarm(cls) -> None:
+    def prewarm(cls, pairs: int = 0) -> None:
         """Start, now, what a scoring of this family will need (a table to read, a process to
-        start) while the caller imports and reads its files."""
+        start) while the caller imports and reads its files; ``pairs``: about how many it will
+        score (0: not known)."""
 
     @classmethod
     def unavailable(cls, **options: Any) -> Optional[str]:

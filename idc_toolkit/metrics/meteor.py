@@ -198,6 +198,7 @@ class MeteorProcess:
 
 _IDLE: list[MeteorProcess] = []
 _IDLE_LOCK = threading.Lock()
+_PARKED: list = []  # an aligner process prewarm() started ahead of its scoring
 
 
 def acquire_process(need: Optional[Coverage] = None, segments: Optional[int] = None) -> MeteorProcess:
@@ -281,14 +282,19 @@ def release_processes(workers: Sequence[MeteorProcess]) -> None:
         release_process(process)
 
 
-def prewarm() -> None:
+def prewarm(pairs: int = 0) -> None:
     """Prepare, now, what a scoring will need while the caller starts Python libraries,
-    reads the files and tokenizes: the index of METEOR's paraphrase table (read in a thread),
-    or, where the whole table is used (``IDC_METEOR_PARAPHRASE=full``), the JVMs themselves,
-    into the idle pool (each loads the table, 6-9 s of a core). ``idc-eval --predictions``
-    calls it first thing."""
+    reads the files and tokenizes: the index of METEOR's paraphrase table (read in a thread);
+    for a Python scoring of about ``pairs`` pairs, the aligner's child process, which loads its
+    tables meanwhile; where the whole table is used (``IDC_METEOR_PARAPHRASE=full``), the JVMs
+    themselves, into the idle pool (each loads the table, 6-9 s of a core). ``idc-eval
+    --predictions`` calls it first thing."""
     from .implementation import current
 
+    if current() != JAVA and pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+        with _IDLE_LOCK:
+            if not _PARKED:
+                _PARKED.append(PythonAligner())
     if not whole_table_asked() or current() != JAVA:
         load_in_background()
         return
@@ -301,10 +307,18 @@ def prewarm() -> None:
 
 
 def close_idle_processes() -> None:
-    """Close the warm JVMs kept for reuse (also done at exit)."""
+    """Close the warm JVMs kept for reuse and an aligner process started ahead (also done at exit)."""
     with _IDLE_LOCK:
         while _IDLE:
             _IDLE.pop().close()
+        while _PARKED:
+            _PARKED.pop().cancel()
+
+
+def parked_aligner() -> Optional["PythonAligner"]:
+    """The aligner process :func:`prewarm` started ahead, if any (taken: the next start makes its own)."""
+    with _IDLE_LOCK:
+        return _PARKED.pop() if _PARKED else None
 
 
 atexit.register(close_idle_processes)
@@ -366,8 +380,9 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
 #: segments from which the Python aligner runs in a child process, beside BLEU, ROUGE-L and CIDEr
 #: (a thread would hold their interpreter lock; a smaller job does not pay back the process's start)
 CHILD_FROM = 2000
-#: segments per block of the shared job: small enough for the two cores to meet near the middle
-BLOCK = 400
+#: segments per block of the shared job; the caller takes blocks only while two or more are
+#: left to the child (its own tables and caches are cold: a last block is the child's quicker)
+BLOCK = 2000
 
 
 class PythonAligner:
@@ -444,7 +459,7 @@ class PythonAligner:
             while True:
                 with self.done:
                     k = self.claimed - 1
-                    if k <= self.next_child or self.error:
+                    if k <= self.next_child + 1 or self.error:
                         return
                     self.claimed = k
                 self._send(f"claim {k}\n".encode())
@@ -502,8 +517,8 @@ class Meteor(Metric):
     background = True  # alignment runs in the JVM while the other metrics compute
 
     @classmethod
-    def prewarm(cls) -> None:
-        prewarm()
+    def prewarm(cls, pairs: int = 0) -> None:
+        prewarm(pairs)
 
     @classmethod
     def check_inputs(cls, ids, hypotheses, references) -> None:
@@ -530,8 +545,10 @@ class Meteor(Metric):
         self._child: Optional[PythonAligner] = None
         if self.implementation == JAVA:
             load_in_background()
-        elif pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
-            self._child = PythonAligner()  # loads its tables while the captions are tokenized
+        else:
+            self._child = parked_aligner()
+            if self._child is None and pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+                self._child = PythonAligner()  # loads its tables while the captions are tokenized
 
     def prepare(self, hypotheses, references) -> None:
         """The cached statistics, and JVMs started for the segments that are not cached."""

@@ -9,14 +9,35 @@
 * :mod:`.columns` — the column pass (a dataset in, the same dataset with new columns out).
 """
 
-from .args import EngineArgs
-from .columns import ColumnPass, PassResult, run_column_pass
-from .engine import PartOutput, RowTask, run_job
-from .ranks import dist_info
-from .fingerprint import digest, listing_fingerprint, path_content
-from .folder import RunFolder
-from .parquet import assemble
-from .rows import open_split, parse_shard
+from typing import TYPE_CHECKING
 
-__all__ = ["ColumnPass", "EngineArgs", "PassResult", "run_column_pass", "PartOutput", "RowTask", "dist_info", "run_job", "digest",
-           "listing_fingerprint", "path_content", "RunFolder", "assemble", "open_split", "parse_shard"]
+#: each public name and the module holding it, imported at first use: scoring a predictions file
+#: needs the fingerprints and the folder, not pyarrow's and tqdm's imports (0.12 s)
+_WHERE = {"EngineArgs": "args", "RunArgs": "args", "ColumnPass": "columns", "PassResult": "columns",
+          "run_column_pass": "columns", "PartOutput": "engine", "RowTask": "engine", "run_job": "engine",
+          "dist_info": "ranks", "digest": "fingerprint", "listing_fingerprint": "fingerprint",
+          "path_content": "fingerprint", "RunFolder": "folder", "assemble": "parquet", "open_split": "rows",
+          "parse_shard": "rows"}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from .args import EngineArgs, RunArgs
+    from .columns import ColumnPass, PassResult, run_column_pass
+    from .engine import PartOutput, RowTask, run_job
+    from .fingerprint import digest, listing_fingerprint, path_content
+    from .folder import RunFolder
+    from .parquet import assemble
+    from .ranks import dist_info
+    from .rows import open_split, parse_shard
