@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -100,10 +101,15 @@ def compare_record(c: CompareArgs, refs: References, preps: dict[str, list[Prepa
     from idc_toolkit import __version__
     from idc_toolkit.runs.fingerprint import digest
 
+    from idc_toolkit.metrics.implementation import resolve
+
+    from .scoring import recorded_fields
+
+    # the options' part derived from their fields, as an evaluation's is (a field added is recorded)
+    resolved = replace(c, metrics=list(c.metrics or []), scorer=resolve(c.scorer))
     run = {**{s: (digest(p[0].hypotheses) if len(p) == 1 else [digest(r.hypotheses) for r in p]) for s, p in preps.items()},
-           "references": refs.fingerprint, "metrics": list(c.metrics or []), "bootstrap": c.bootstrap, "seed": c.seed,
-           "spice": bool(c.spice_jars), "allow_missing": c.allow_missing,
-           "drop_empty_references": c.drop_empty_references, "toolkit_version": __version__}
+           "references": refs.fingerprint, **recorded_fields(resolved),
+           "toolkit_version": __version__}
     if any(p for ps in presentations.values() for p in ps):
         run["presentation"] = presentations
     if any(x is not None for xs in choices.values() for x in xs):

@@ -51,3 +51,20 @@ def test_where_the_results_go_is_not_recorded_and_the_record_keeps_its_keys(refs
                                  "metrics", "allow_missing", "drop_empty_references", "breakdown", "bootstrap", "seed",
                                  "spice", "scorer", "layouts", "group_names", "name", "toolkit_version"]
     assert here["run"]["spice"] is False and here["run"]["iou"] is None and here["run"]["metrics"] == ["BLEU", "CIDEr"]
+
+
+def test_a_field_added_to_compareargs_enters_the_comparison_record_with_no_other_edit(refs, tmp_path):
+    """compare's fingerprint is derived from CompareArgs' fields as an evaluation's is: a folder
+    written without the new option is refused, naming it."""
+    from idc_toolkit.evaluators.args import CompareArgs
+    from idc_toolkit.evaluators.compare import compare_systems
+
+    Extended = dataclasses.make_dataclass("Extended", [("temperature", float, option(0.5, "a new option"))],
+                                          bases=(CompareArgs,))
+    other = {"p1": "a cube turned red.", "p2": "a cylinder was added.", "p3": "no change."}
+    given = {"references": refs, "metrics": ["BLEU"], "bootstrap": 10}
+    out = str(tmp_path / "cmp")
+    compare_systems(PREDS, other, Extended(**given, out=out))
+    compare_systems(PREDS, other, Extended(**given, out=out))  # the same arguments: the folder serves
+    with pytest.raises(IDCError, match="temperature: 0.5 -> 0.7"):
+        compare_systems(PREDS, other, Extended(**given, out=out, temperature=0.7))
