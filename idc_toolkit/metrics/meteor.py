@@ -426,9 +426,13 @@ class PythonAligner:
         threading.Thread(target=self._read_blocks, daemon=True).start()
 
     def cancel(self) -> None:
-        """No job after all (the statistics cache held it): the child ends."""
+        """No job after all (the statistics cache held it): the child ends on its own; nothing waits."""
         self._send(b"null\n")
-        self.close()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        threading.Thread(target=self.proc.wait, daemon=True).start()  # reaped when it ends
 
     def _read_blocks(self) -> None:
         import json
@@ -546,9 +550,9 @@ class Meteor(Metric):
         if self.implementation == JAVA:
             load_in_background()
         else:
+            # one prewarm() started for this scoring; otherwise prepare() starts one if the
+            # statistics cache leaves enough to align (a rescoring of the same pairs needs none)
             self._child = parked_aligner()
-            if self._child is None and pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
-                self._child = PythonAligner()  # loads its tables while the captions are tokenized
 
     def prepare(self, hypotheses, references) -> None:
         """The cached statistics, and JVMs started for the segments that are not cached."""
