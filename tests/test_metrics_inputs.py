@@ -316,3 +316,42 @@ def test_the_child_aligns_everything_when_no_assist_comes_and_a_dead_child_is_na
     dying.submit(hyps, refs)
     with pytest.raises(EvaluationError, match="aligner process failed"):
         dying.result()
+
+
+def test_a_prewarmed_aligner_serves_the_next_scoring_and_is_closed_when_unused(monkeypatch):
+    """``prewarm(pairs)`` starts the aligner process ahead of a large Python scoring; the next
+    METEOR scoring takes it, and one nobody took ends with the idle processes."""
+    from idc_toolkit.metrics.implementation import using
+
+    monkeypatch.setenv("IDC_METEOR_CACHE", "0")
+    monkeypatch.setattr(meteor_mod, "CHILD_FROM", 2)
+    monkeypatch.setattr(meteor_mod, "BLOCK", 2)
+    hyps, refs = _segments(7)
+    with using("python"):
+        meteor_mod.prewarm(1)  # too small: nothing started
+        assert meteor_mod.parked_aligner() is None
+        meteor_mod.prewarm(len(hyps))
+        m = meteor_mod.Meteor()
+        m.start(len(hyps))
+        assert m._child is not None and meteor_mod.parked_aligner() is None  # taken
+        m.prepare(hyps, refs)
+        m.compute(hyps, refs)
+        import idc_toolkit.metrics.meteor_align as align_mod
+
+        assert m.lines == align_mod.statistics(hyps, refs)
+        meteor_mod.prewarm(len(hyps))
+        parked = meteor_mod._PARKED[0]
+        meteor_mod.close_idle_processes()
+        assert parked.proc.wait(timeout=30) == 0 and not meteor_mod._PARKED
+
+
+def test_a_chart_process_draws_the_same_png_as_this_process(tmp_path):
+    from idc_toolkit.evaluators import chart
+
+    data = {"names": ["overall", "color"], "n": [10, 4],
+            "series": {"BLEU_4": {"values": [31.5, 0.0], "err_low": [1.0, 0.0], "err_high": [2.0, 0.0]},
+                       "CIDEr": {"values": [90.2, None], "err_low": [0.0, 0.0], "err_high": [0.0, 0.0]}}}
+    here = chart.draw_by_category(tmp_path / "here.png", data, "a caveat")
+    process = chart.ChartProcess()
+    assert process.send(tmp_path / "there.png", data, "a caveat") and process.drawn(tmp_path / "there.png")
+    assert (tmp_path / "there.png").read_bytes() == here.read_bytes()
