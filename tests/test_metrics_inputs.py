@@ -269,7 +269,7 @@ def test_a_long_python_meteor_job_aligns_in_a_child_process_with_the_same_statis
     refs = [["a red cube moved away"], ["the sphere disappeared", "a ball left"], ["there is no change"], [""]]
     started = []
     real = meteor_mod.PythonAligner.submit
-    monkeypatch.setattr(meteor_mod.PythonAligner, "submit", lambda self, h, r: started.append(len(h)) or real(self, h, r))
+    monkeypatch.setattr(meteor_mod.PythonAligner, "submit", lambda self, h, r, **kw: started.append(len(h)) or real(self, h, r, **kw))
     with using("python"):
         m = meteor_mod.Meteor()
         m.start(len(hyps))

@@ -21,7 +21,7 @@ import os
 import queue
 import subprocess
 import threading
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..errors import EvaluationError
 from .base import Metric
@@ -400,6 +400,9 @@ class PythonAligner:
         self.claimed = 0  # blocks from here on are this process's
         self.next_child = 0  # the block the child aligns now
         self.error: Optional[str] = None
+        self.failure: Optional[BaseException] = None  # raised by an on_block
+        self.handled: set[int] = set()
+        self.on_block: Optional[Callable[[int, list[str]], None]] = None
         self.assisting = False
         self.done = threading.Condition()
         self.stderr = b""
@@ -415,9 +418,13 @@ class PythonAligner:
         except (BrokenPipeError, ValueError):  # the child ended: its exit status says why
             pass
 
-    def submit(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    def submit(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+               on_block: Optional[Callable[[int, list[str]], None]] = None) -> None:
+        """Hand the child its job; ``on_block(k, lines)`` runs for each block as it is aligned (in
+        the thread that received it), so its handling overlaps the rest of the scoring."""
         import json
 
+        self.on_block = on_block
         self.hypotheses, self.references = list(hypotheses), [list(r) for r in references]
         self.n_blocks = self.claimed = -(-len(self.hypotheses) // BLOCK)
         job = json.dumps({"hypotheses": self.hypotheses, "references": self.references, "block": BLOCK}) + "\n"
@@ -440,9 +447,11 @@ class PythonAligner:
         for line in self.proc.stdout:
             k, stats = json.loads(line)
             with self.done:
+                new = k not in self.blocks
                 self.blocks.setdefault(k, stats)
                 self.next_child = k + 1
-                self.done.notify_all()
+            if new:
+                self._handle(k, stats)
         code = self.proc.wait()
         with self.done:
             if code != 0:
@@ -470,17 +479,32 @@ class PythonAligner:
                 part = slice(k * BLOCK, (k + 1) * BLOCK)
                 stats = statistics(self.hypotheses[part], self.references[part], memo=memo)
                 with self.done:
+                    new = k not in self.blocks
                     self.blocks.setdefault(k, stats)
-                    self.done.notify_all()
+                if new:
+                    self._handle(k, stats)
         finally:
             with self.done:
                 self.assisting = False
                 self.done.notify_all()
 
+    def _handle(self, k: int, stats: list[str]) -> None:
+        """``on_block`` for a block new here, then the block counts as done."""
+        try:
+            if self.on_block is not None:
+                self.on_block(k, stats)
+        except BaseException as exc:  # raised by result(), in the scoring's thread
+            with self.done:
+                self.failure = self.failure or exc
+        with self.done:
+            self.handled.add(k)
+            self.done.notify_all()
+
     def result(self) -> list[str]:
         with self.done:
-            while not self.error and len(self.blocks) < self.n_blocks:
-                if self.next_child >= self.n_blocks and not self.assisting:
+            while not self.error and len(self.handled) < self.n_blocks:
+                if self.next_child >= self.n_blocks and not self.assisting and \
+                        all(k in self.handled for k in self.blocks):
                     break  # the child is gone and no assist runs: what is missing is aligned below
                 self.done.wait()
         if self.error and len(self.blocks) < self.n_blocks:
@@ -492,6 +516,9 @@ class PythonAligner:
             for k in missing:
                 part = slice(k * BLOCK, (k + 1) * BLOCK)
                 self.blocks[k] = statistics(self.hypotheses[part], self.references[part])
+                self._handle(k, self.blocks[k])
+        if self.failure is not None:
+            raise self.failure
         self.close()
         return [line for k in range(self.n_blocks) for line in self.blocks[k]]
 
@@ -578,10 +605,23 @@ class Meteor(Metric):
         elif len(self._todo) >= CHILD_FROM and (os.cpu_count() or 1) > 1:
             if getattr(self, "_child", None) is None:
                 self._child = PythonAligner()
-            self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo])
+            self._rows: dict[str, Any] = {}
+            self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo],
+                               on_block=self._keep_block)
         elif getattr(self, "_child", None) is not None:
             self._child.cancel()
             self._child = None
+
+    def _keep_block(self, k: int, stats: list[str]) -> None:
+        """A block of the child's answers, as it arrives: into the statistics cache and parsed, while
+        the other metrics still compute (not after the last block)."""
+        import numpy as np
+
+        keys = [self._lines[i] for i in self._todo[k * BLOCK:(k + 1) * BLOCK]]
+        with statistics_cache(self.implementation) as cache:
+            cache.put(keys, stats)
+        rows = np.array([s.split() for s in stats], dtype=float)
+        self._rows.update(zip(keys, rows))
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
@@ -595,17 +635,24 @@ class Meteor(Metric):
         elif self.implementation == JAVA:
             fresh = parallel_statistics(self.workers, hyps, refs)
         elif getattr(self, "_child", None) is not None:
-            fresh, self._child = self._child.result(), None
+            fresh, self._child = self._child.result(), None  # cached and parsed block by block (_keep_block)
         else:
             from .meteor_align import statistics
 
             fresh = statistics(hyps, refs)
-        with statistics_cache(self.implementation) as cache:
-            cache.put([lines[i] for i in todo], fresh)
+        rows = getattr(self, "_rows", None)
+        if rows is None:
+            with statistics_cache(self.implementation) as cache:
+                cache.put([lines[i] for i in todo], fresh)
+            rows = {}
         by_line.update((lines[i], s) for i, s in zip(todo, fresh))
         self.lines = [by_line[line] for line in lines]
-        self.stats = np.array([[float(x) for x in s.split()] for s in self.lines])
+        for line in lines:
+            if line not in rows:
+                rows[line] = np.array(by_line[line].split(), dtype=float)
+        self.stats = np.array([rows[line] for line in lines]) if lines else np.array([])
         del self._lines, self._todo, self._known
+        self._rows = None
 
     def assist(self) -> None:
         child = getattr(self, "_child", None)
