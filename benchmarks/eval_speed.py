@@ -69,9 +69,8 @@ print(pycocoevalcap_scores(refs, hyps)[0])
 """
 
 
-#: ``idc-eval`` as a user types it; a thread samples, every 20 ms, the resident memory of this
-#: process and of each process it started (METEOR's aligner, the chart), from /proc: the peak of
-#: their sum and of this process alone, in KiB, on stderr's last line
+#: ``idc-eval`` as a user types it, printing its peak memory alone and with the processes it starts
+#: (sampled from /proc: ru_maxrss carries a parent's over fork)
 MEASURED_EVAL = """
 import os, runpy, sys, threading, time
 

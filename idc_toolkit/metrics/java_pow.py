@@ -141,9 +141,8 @@ def _build_exp_table() -> tuple[list[int], list[int]]:
 _B, _T_HI, _T_LO = _build_log_table()
 _EXP_HI_BITS, _EXP_LO_BITS = _build_exp_table()
 
-# The stub's table index comes from rcpps, which vendors leave open between two neighbours:
-# _RCPPS_INDEX_STEPS[k] is the smallest 12-bit mantissa prefix at which AMD Zen's rcpss puts the
-# index at 511 - k (how it was measured, and its effect: benchmarks/README.md, "METEOR's pow")
+# rcpps leaves the stub's table index open between two neighbours: one vendor's choice, AMD Zen's,
+# gives the same bits on every CPU; [k] is the smallest 12-bit mantissa prefix indexed 511 - k
 _RCPPS_INDEX_STEPS = (
     3, 8, 14, 19, 25, 31, 36, 43, 48, 53, 59, 65, 71, 77, 82, 88, 94, 99, 105, 111, 117, 123,
     129, 135, 141, 147, 152, 158, 164, 170, 176, 182, 188, 195, 200, 206, 213, 219, 225, 231,

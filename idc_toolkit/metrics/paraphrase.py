@@ -27,6 +27,7 @@ would split) are scored against the whole table, as is everything under
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -37,7 +38,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -178,10 +179,24 @@ def _read_or_build() -> Optional[TableIndex]:
         os.replace(tmp, folder)
         return _read(folder)
     except OSError:  # a full disk or a race lost: this process uses the index it built
-        for f in tmp.glob("*"):
-            f.unlink()  # our own temporary files, never the index itself
-        tmp.rmdir()
+        for written in (*(f"{name}.npy" for name in _ARRAYS), "words.txt"):
+            (tmp / written).unlink(missing_ok=True)  # the files written just above, never the index itself
+        with contextlib.suppress(OSError):
+            tmp.rmdir()
     return index
+
+
+def _write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
+    """``write(fh)`` into a temporary file beside ``path``, then renamed over it: a reader sees no
+    file or a whole one; on failure this call's temporary file is removed, nothing else."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def derived_arrays(name: str, build: Callable[[TableIndex], dict[str, np.ndarray]]) -> Optional[dict[str, np.ndarray]]:
@@ -201,14 +216,8 @@ def derived_arrays(name: str, build: Callable[[TableIndex], dict[str, np.ndarray
     arrays = build(index)
     try:
         for key, array in arrays.items():
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.{key}-", suffix=".npy")
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, array)
-            os.replace(tmp, folder / f"{name}.{key}.npy")
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}-", suffix=".json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(sorted(arrays), fh)
-        os.replace(tmp, folder / f"{name}.json")  # last: it marks the arrays complete
+            _write_atomically(folder / f"{name}.{key}.npy", lambda fh, a=array: np.save(fh, a))
+        _write_atomically(folder / f"{name}.json", lambda fh: json.dump(sorted(arrays), fh), "w")  # last: marks them complete
     except OSError:
         pass  # a full or read-only cache: this process keeps what it computed
     return arrays
