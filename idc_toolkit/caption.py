@@ -9,12 +9,12 @@ vocabulary of a dataset's training captions: for one pair they are given (``enti
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, fields as dataclass_fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
 from .errors import IDCError
-from .options import check_fields, option, python_only, required
+from .options import check_fields, option, python_only, required, taken
 
 
 def _models() -> list[str]:
@@ -141,7 +141,7 @@ def caption(before: str | Path, after: str | Path, args: Optional[CaptionArgs] =
 def _split(cls: type, given: Any, fields: dict[str, Any], **defaults: Any) -> Any:
     """``given`` (a ``cls``), or the ``cls`` that its fields among ``fields`` make (taken out of
     ``fields``), or ``given`` with them changed."""
-    mine = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(cls)] if k in fields}
+    mine = taken(fields, cls)
     if given is None:
         return cls(**{**defaults, **mine})
     return replace(given, **mine) if mine else given

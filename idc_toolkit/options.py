@@ -128,6 +128,13 @@ def with_fields(options_cls: type, args: Any = None, **fields: Any) -> Any:
     return replace(args, **fields) if fields else args
 
 
+def taken(fields_: dict[str, Any], options_cls: type) -> dict[str, Any]:
+    """The entries of ``fields_`` that name a field of ``options_cls``, removed from it: a call's
+    keywords split between the options classes it takes."""
+    names = {f.name for f in fields(options_cls)}
+    return {name: fields_.pop(name) for name in list(fields_) if name in names}
+
+
 def help_of(options_cls: type, name: str) -> str:
     """The help written on one field."""
     text = next(f.metadata["help"] for f in fields(options_cls) if f.name == name)

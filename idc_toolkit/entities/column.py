@@ -19,9 +19,9 @@ from ..errors import IDCError
 from ..stores import input_folder
 from ..masks.diff import compute_change_mask
 from ..masks.params import MaskParams
-from ..options import with_fields
+from ..options import taken, with_fields
 from ..runs import ColumnPass, PassResult, path_content, run_column_pass
-from ..runs.columns import inputs, run_args, taken
+from ..runs.columns import inputs, run_args
 from ..runs.fingerprint import recorded
 from ..runs.rows import decode_image, iter_rows, open_split
 from ..schema import ENTITY_FEATURES, RDD_FEATURES

@@ -15,9 +15,9 @@ import numpy as np
 from PIL import Image
 
 from ..cards import pass_section
-from ..options import with_fields
+from ..options import taken, with_fields
 from ..runs import ColumnPass, PassResult, path_content, run_column_pass
-from ..runs.columns import inputs, run_args, taken
+from ..runs.columns import inputs, run_args
 from ..runs.fingerprint import recorded
 from ..runs.rows import decode_image
 from ..schema import MASK_FEATURES

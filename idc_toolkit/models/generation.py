@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from dataclasses import fields as dataclass_fields, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any, Mapping, Optional, Union
 
 from ..errors import IDCError
 from ..stores import input_folder, output_folder
 from ..evaluators.outputs import MODEL_RUN_FILES, OUTPUT_FILES
 from ..judge import JUDGE_DIR
-from ..options import masked
+from ..options import masked, taken, with_fields
 from ..runs import EngineArgs, PartOutput, RunFolder, open_split, path_content, run_job
 from .args import GenerateArgs
 from ..runs.ranks import barrier
@@ -100,8 +100,7 @@ def generate_predictions(runner_cls, args: Optional[GenerateArgs] = None, *, dat
     runner_cls.check_base_model(run.base_model)
     out_dir = output_folder(out_dir, IDCError)
     dataset = input_folder(dataset, IDCError, progress)  # a store's dataset: its local copy
-    own = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(runner_cls.Options)] if k in fields}
-    options = runner_cls.make_options(options, **own)
+    options = runner_cls.make_options(options, **taken(fields, runner_cls.Options))
     base_model, revision, adapter, dtype, limit = run.base_model, run.revision, run.adapter, run.dtype, run.limit
     adapter_path = resolve_adapter(adapter, run.adapter_revision) if adapter else None
     rows, features, fp = open_split(dataset, split, progress)
@@ -153,12 +152,10 @@ def _generate_args(runner_cls, args: Optional[GenerateArgs], fields: dict[str, A
         warnings.warn("generate_predictions(run=...) is now generate_predictions(args=...)", DeprecationWarning,
                       stacklevel=3)
         args = fields.pop("run")
-    mine = {k: fields.pop(k) for k in [f.name for f in dataclass_fields(GenerateArgs)] if k in fields}
+    mine = taken(fields, GenerateArgs)
     known = {f.name for f in dataclass_fields(runner_cls.Options)}
     unknown = sorted(set(fields) - known)
     if unknown:
         raise IDCError(f"generate_predictions: unknown option(s) {', '.join(unknown)}")
-    if args is None:
-        return GenerateArgs(**mine)
-    return replace(args, **mine) if mine else args
+    return with_fields(GenerateArgs, args, **mine)
 

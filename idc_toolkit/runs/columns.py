@@ -45,12 +45,6 @@ def inputs(dataset: Any, out: Any) -> dict[str, Any]:
     return {name: value for name, value in (("dataset", dataset), ("out", out)) if value is not None}
 
 
-def taken(fields_: dict[str, Any], options_cls: type) -> dict[str, Any]:
-    """The entries of ``fields_`` that name a field of ``options_cls``, removed from it."""
-    names = {f.name for f in fields(options_cls)}
-    return {name: fields_.pop(name) for name in list(fields_) if name in names}
-
-
 @dataclass
 class PassResult:
     out_dir: Path
