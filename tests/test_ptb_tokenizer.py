@@ -12,6 +12,7 @@ a rule changed on purpose is caught.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -270,6 +271,33 @@ def test_tokens_across_lines():
     assert ptb.tokenize_files(ACROSS_LINES) == [filtered(j, len(f)) for f, j in zip(ACROSS_LINES, jar)]
     # one SGML token holds the first line break: the jar writes it as it is, so it still ends a line
     assert ptb.tokenize_lines(ACROSS_LINES[0]) == ["<a\u00a0b='x", "y'> z", "next"]
+
+
+def test_ascii_text_takes_the_cut_classes(kinds, monkeypatch):
+    """A text with no non-ASCII character is lexed by the rules with their Unicode classes cut to
+    ASCII members (:func:`ptb.ascii_only`): the hard cases' ASCII lines, as one file of their own
+    and each before each opener, give the jar's tokens that way, and a class cut wrongly (no digit
+    in the cut [:digit:]) is found."""
+    cases = [c for cs in kinds.values() for c in cs if c.isascii()]
+    paired = [line for c in cases for opener in OPENERS if opener.isascii() for line in (c, opener)]
+    assert ptb.ascii_from("\n".join(paired)) == 0
+    jar = jar_output(paired)
+    assert_same(paired, jar, "hard cases' ASCII lines before each opener")
+    wrong = tuple((body, cut.replace("\\u0030-\\u0039", "\\u0030-\\u0031") if body == ptb.D else cut)
+                  for body, cut in ptb._ASCII_BODIES)
+    monkeypatch.setattr(ptb, "_ASCII_BODIES", wrong)
+    monkeypatch.setattr(ptb, "compiled_rules", functools.lru_cache(None)(ptb.compiled_rules.__wrapped__))
+    monkeypatch.setattr(ptb, "_BY_CHAR", {})
+    assert len(differences(paired, jar)) >= 10
+
+
+@pytest.mark.scale
+def test_generated_ascii_lines(generated):
+    """The generated lines without a non-ASCII character, as a file of their own: every rule a
+    caption reaches with the cut classes."""
+    ascii = [line for line in generated[0] if line.isascii()]
+    assert len(ascii) > 20_000
+    assert_same(ascii, jar_output(ascii), "generated ASCII lines (seeded)")
 
 
 @pytest.mark.scale
