@@ -22,7 +22,12 @@ def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
         w = resample_counts(60, 1, np.random.default_rng(1))[0].astype(int)
         expanded = [i for i, k in enumerate(w) for _ in range(k)]
         assert len(set(expanded)) < 60  # duplicates present
-        bleu_expanded, _ = bleu.cache.score(expanded)
+        from pycocoevalcap.bleu.bleu_scorer import BleuScorer
+
+        scorer = BleuScorer(n=4)
+        for i in expanded:
+            scorer += (cache.hypotheses[i], list(cache.references[i]))
+        bleu_expanded, _ = scorer.compute_score(option="closest", verbose=0)
         bleu_resampled = bleu_from_totals(w @ bleu.cache.sufficient_statistics())[0]
         assert np.array_equal(bleu_expanded, bleu_resampled)  # the same float operations as BleuScorer
         from idc_toolkit.metrics.meteor import MeteorProcess

@@ -11,7 +11,7 @@ from pycocoevalcap.rouge.rouge import Rouge, my_lcs
 from test_metrics_exact import _ddla
 
 from idc_toolkit.demo.captions import synthetic_caption_set
-from idc_toolkit.metrics.bleu import BleuCache, cook_refs, cook_test
+from idc_toolkit.metrics.bleu import BleuCache, _cook_pairs, cook_refs, cook_test
 from idc_toolkit.metrics.rouge import lcs_length, rouge_l, rouge_scores
 
 
@@ -111,11 +111,13 @@ def test_bleu_cache_cooks_and_scores_as_pycocoevalcap(pairs):
     scorer = pycoco_bleu.BleuScorer(n=4)
     for hypothesis, refs in zip(hypotheses, references):
         scorer += (hypothesis, list(refs))  # as pycocoevalcap's Bleu.compute_score cooks
-    assert cache.ctest == scorer.ctest
-    assert cache.score(list(range(len(hypotheses)))) == scorer.compute_score(option="closest", verbose=0)
+    assert _cook_pairs(hypotheses, references) == scorer.ctest
+    corpus, per_pair = cache.score(list(range(len(hypotheses))))
+    assert (corpus, per_pair.T.tolist()) == scorer.compute_score(option="closest", verbose=0)
     assert cache.sufficient_statistics()[:, :2].sum(axis=0).tolist() == [scorer._testlen, scorer._reflen]
-    group = list(range(0, len(hypotheses), 7))
-    alone = pycoco_bleu.BleuScorer(n=4)
-    for i in group:
-        alone += (hypotheses[i], list(references[i]))
-    assert cache.score(group) == alone.compute_score(option="closest", verbose=0)
+    for group in (list(range(0, len(hypotheses), 7)), [3, 3, 3, 8], [5]):  # a multiset too, as a bootstrap draws
+        alone = pycoco_bleu.BleuScorer(n=4)
+        for i in group:
+            alone += (hypotheses[i], list(references[i]))
+        corpus, per_pair = cache.score(group)
+        assert (corpus, per_pair.T.tolist()) == alone.compute_score(option="closest", verbose=0)

@@ -2,9 +2,9 @@
 
 Each pair is cooked once into exactly what pycocoevalcap's ``cook_test(h, cook_refs(r))``
 returns (:func:`cook_refs`, :func:`cook_test`: the same values, counted with ``zip`` and dicts
-in place of ``precook``'s loops); a group's score is pycocoevalcap's own
-``BleuScorer.compute_score`` over that group's cooked pairs, which is exactly what a separate
-run on the group computes (BLEU's corpus totals are sums over pairs)."""
+in place of ``precook``'s loops) and kept as its ten integer statistics; a group's score is
+``BleuScorer.compute_score``'s arithmetic on the group's summed statistics, which is exactly what
+a separate run on the group computes (BLEU's corpus totals are integer sums over pairs)."""
 
 from __future__ import annotations
 
@@ -120,33 +120,35 @@ def _cook_pairs(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) 
 
 
 class BleuCache:
-    """Each pair's ``cook_test`` dict, as pycocoevalcap cooks it: all that ``BleuScorer``'s
-    ``compute_score`` reads for the "closest" reference length (not the cooked references)."""
+    """Each pair's sufficient statistics, from the ``cook_test`` dict pycocoevalcap cooks: all
+    that ``BleuScorer.compute_score`` reads for the "closest" reference length."""
 
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         # the memos are freed on return, before the collector runs again: it sees only what is kept
         with _cyclic_gc_paused():
-            self.ctest = _cook_pairs(hypotheses, references)
+            self.stats = pair_statistics(_cook_pairs(hypotheses, references))
 
-    def score(self, indices: Sequence[int]) -> tuple[list[float], list[list[float]]]:
-        """``[B1..B4]`` and per-pair ``[[B1 per pair], ..., [B4 per pair]]`` for a group."""
-        from pycocoevalcap.bleu.bleu_scorer import BleuScorer
-
-        scorer = BleuScorer(n=4)
-        scorer.ctest = [self.ctest[i] for i in indices]
-        if not scorer.ctest:
-            return [0.0] * 4, [[] for _ in range(4)]
-        score, per_pair = scorer.compute_score(option="closest", verbose=0)
-        return [float(s) for s in score], per_pair
+    def score(self, indices: Sequence[int]) -> tuple[list[float], np.ndarray]:
+        """``[B1..B4]`` of a group and its pairs' (rows) BLEU-1..4: ``compute_score``'s values, from
+        its integer totals (any order sums them exactly) and its float steps (:func:`bleu_from_totals`)."""
+        stats = self.stats[np.asarray(indices, dtype=np.int64)]
+        if not len(stats):
+            return [0.0] * 4, np.zeros((0, 4))
+        return bleu_from_totals(stats.sum(axis=0))[0].tolist(), bleu_from_totals(stats)
 
     def sufficient_statistics(self) -> np.ndarray:
         """Per pair: testlen, closest reflen, guess[1..4], correct[1..4] (for bootstrap)."""
-        rows = []
-        for comps in self.ctest:
-            testlen = comps["testlen"]
-            reflen = min((abs(l - testlen), l) for l in comps["reflen"])[1]
-            rows.append([testlen, reflen, *comps["guess"], *comps["correct"]])
-        return np.array(rows, dtype=np.float64)
+        return self.stats.astype(np.float64)
+
+
+def pair_statistics(ctest: list[dict]) -> np.ndarray:
+    """Per pair: testlen, closest reflen (``_single_reflen``'s, ties to the shorter), guess[1..4], correct[1..4]."""
+    rows = []
+    for comps in ctest:
+        testlen = comps["testlen"]
+        reflen = min((abs(l - testlen), l) for l in comps["reflen"])[1]
+        rows.append([testlen, reflen, *comps["guess"], *comps["correct"]])
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 10)
 
 
 def bleu_from_totals(totals: np.ndarray) -> np.ndarray:
@@ -177,14 +179,14 @@ class Bleu(Metric):
 
     def compute(self, hypotheses, references) -> None:
         self.cache = BleuCache(hypotheses, references)
-        self._per_pair = self.cache.score(list(range(len(hypotheses))))[1]
 
     def group(self, idx):
         bleu, _ = self.cache.score(idx)
         return {f"Bleu_{k + 1}": bleu[k] for k in range(4)}
 
     def per_pair(self):
-        return {f"Bleu_{k + 1}": np.array(self._per_pair[k]) for k in range(4)}
+        _, per_pair = self.cache.score(range(len(self.cache.stats)))
+        return {f"Bleu_{k + 1}": per_pair[:, k] for k in range(4)}
 
     def resample(self, idx, weights):
         bleu = bleu_from_totals(weights @ self.cache.sufficient_statistics()[idx])
