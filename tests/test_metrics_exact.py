@@ -225,6 +225,35 @@ def test_cider_groups_are_bit_for_bit_pycocoevalcaps():
         assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs))
 
 
+def test_cider_of_repeated_sentences_is_bit_for_bit_pycocoevalcaps():
+    """Captions as template datasets and no-change pairs give them: a few hundred distinct
+    sentences, hypotheses repeated across pairs, pairs sharing one reference set, a sentence
+    that is both a hypothesis and a reference; the vectors made once per distinct sentence give
+    pycocoevalcap's numbers for groups and for a pair drawn several times (a bootstrap multiset)."""
+    import random
+
+    from pycocoevalcap.cider.cider import Cider
+
+    from idc_toolkit.metrics.cider import CiderCache
+
+    rng = random.Random(1)
+    colours, shapes = ["red", "blue", "green", "gray"], ["cube", "sphere", "cylinder"]
+    templates = ["the {} {} has moved", "a {} {} was added", "the {} {} is gone", "there is no change", "{} {}"]
+    pool = [t.format(rng.choice(colours), rng.choice(shapes)) for t in templates for _ in range(40)]
+    shared = [rng.choice(pool) for _ in range(5)]
+    hyps, refs = [], []
+    for i in range(3000):
+        hyps.append(rng.choice(pool) if i % 4 else shared[0])
+        refs.append(list(shared) if i % 4 == 0 else [rng.choice(pool) for _ in range(rng.randint(1, 5))])
+    cache = CiderCache(hyps, refs)
+    for group in (list(range(3000)), list(range(0, 3000, 4)), list(range(1, 3000, 7)), [3, 3, 3, 8, 0, 0]):
+        keys = [f"{i}_{k}" for k, i in enumerate(group)]
+        theirs, theirs_pairs = Cider().compute_score({key: refs[i] for key, i in zip(keys, group)},
+                                                     {key: [hyps[i]] for key, i in zip(keys, group)})
+        ours, ours_pairs = cache.score(group)
+        assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs)), group[:6]
+
+
 @pytest.mark.parametrize("scorer", ["python", "java"])
 def test_repeated_segments_are_aligned_once_and_score_as_pycocoevalcap(shared, monkeypatch, pycoco_meteor, scorer):
     """LEVIR-CC's no-change pairs share their five references (the real token files of two of

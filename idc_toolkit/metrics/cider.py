@@ -56,17 +56,17 @@ def _precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[tu
 
 
 def _order_layouts(cooked: list[list[tuple[int, int, int]]], pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per n-gram order, ``(gid, tf)`` arrays of shape (captions, widest caption of that order):
-    row = caption, columns in insertion order; padding is ``pad_gid`` (weight 0) with tf 0."""
+    """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
+    row = sentence, columns in insertion order; padding is ``pad_gid`` (weight 0) with tf 0."""
     lengths = np.fromiter((len(c) for c in cooked), dtype=np.int64, count=len(cooked))
     flat = np.fromiter(chain.from_iterable(chain.from_iterable(cooked)), dtype=np.int64,
                        count=3 * int(lengths.sum())).reshape(-1, 3)
-    caption = np.repeat(np.arange(len(cooked)), lengths)
+    sentence = np.repeat(np.arange(len(cooked)), lengths)
     layouts = []
     for n in range(N):
         mine = flat[:, 0] == n
-        rows = caption[mine]
-        column = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank within its caption
+        rows = sentence[mine]
+        column = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank within its sentence
         width = int(column.max()) + 1 if len(rows) else 0
         # the narrowest exact types (a term frequency is a count): a quarter of int64 / float64's memory
         gid = np.full((len(cooked), width), pad_gid, dtype=np.min_scalar_type(pad_gid))
@@ -112,44 +112,76 @@ def _chunks(n: int) -> list[slice]:
     return [slice(k, min(k + CHUNK, n)) for k in range(0, n, CHUNK)]
 
 
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(a, a + k) for a, k in zip(starts, counts)])`` without the loop."""
+    offsets = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum())) - np.repeat(offsets, counts) + np.repeat(starts, counts)
+
+
 class CiderCache:
-    """Cooked n-grams of every pair, laid out once; :meth:`score` any subset of pairs."""
+    """Cooked n-grams of every distinct sentence, laid out once; :meth:`score` any subset of pairs.
+
+    A sentence's tf-idf vector and norm depend on it and the group's IDF alone, so they are made
+    once per distinct sentence a chunk of the group holds (captions repeat: templates, "no
+    change"), then gathered for each pair and reference."""
 
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         intern: dict[tuple[str, ...], int] = {}
-        cooked: dict[str, tuple[list[tuple[int, int, int]], int]] = {}
+        sid: dict[str, int] = {}  # each distinct sentence's row in the layouts
+        cooked: list[list[tuple[int, int, int]]] = []
+        lengths: list[int] = []
 
-        def cook(sentence: str):  # a repeated sentence is cooked once: the same ids, in the same order
-            if sentence not in cooked:
-                cooked[sentence] = _precook(sentence, intern)
-            return cooked[sentence]
+        def row(sentence: str) -> int:
+            k = sid.get(sentence)
+            if k is None:
+                c, length = _precook(sentence, intern)
+                k = sid[sentence] = len(cooked)
+                cooked.append(c)
+                lengths.append(length)
+            return k
 
-        tests = [cook(h) for h in hypotheses]
-        refs = [[cook(r) for r in rs] for rs in references]
-        self.vocab = len(intern)
-        self.n_refs = np.array([len(rs) for rs in refs], dtype=np.int64)
+        self.hyp_sid = np.fromiter(map(row, hypotheses), dtype=np.int64, count=len(hypotheses))
+        self.n_refs = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
+        self.ref_sid = np.fromiter((row(r) for rs in references for r in rs), dtype=np.int64, count=int(self.n_refs.sum()))
         self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])
-        # n-gram ids appearing in any reference of a pair: one document per pair
-        self.doc_ids = [np.fromiter({g for cooked, _ in rs for _, g, _ in cooked}, dtype=np.int32 if len(intern) < 1 << 31
-                                    else np.int64) for rs in refs]
-        flat_refs = [r for rs in refs for r in rs]
+        self.vocab = len(intern)
+        # one document per pair: the n-gram ids appearing in any of its references (CSR rows)
+        ids_of = [[g for _, g, _ in c] for c in cooked]
+        docs: dict[tuple[int, ...], list[int]] = {}
+        flat: list[int] = []
+        self.doc_len = np.zeros(len(references), dtype=np.int64)
+        for p in range(len(references)):
+            key = tuple(self.ref_sid[self.ref_start[p]:self.ref_start[p + 1]].tolist())
+            doc = docs.get(key)
+            if doc is None:
+                doc = docs[key] = list(set().union(*(ids_of[k] for k in key)))
+            flat.extend(doc)
+            self.doc_len[p] = len(doc)
+        self.doc_ids = np.array(flat, dtype=np.int32 if self.vocab < 1 << 31 else np.int64)
         penalty_scale = 2 * SIGMA**2
+        length = np.array(lengths, dtype=np.int64)
+        ref_pair = np.repeat(np.arange(len(references)), self.n_refs)
+        delta = length[self.hyp_sid[ref_pair]] - length[self.ref_sid]
         # pycocoevalcap's Python-float expression, per (pair, reference): it does not depend on the group
-        self.penalty = np.array([np.e ** (-(float(tests[p][1] - r[1]) ** 2) / penalty_scale)
-                                 for p, rs in enumerate(refs) for r in rs], dtype=np.float64)
-        self.hyp = _order_layouts([c for c, _ in tests], pad_gid=self.vocab)
-        self.ref = _order_layouts([c for c, _ in flat_refs], pad_gid=self.vocab)
-        ref_pair = np.repeat(np.arange(len(refs)), self.n_refs)
-        self.columns = [np.concatenate([_columns_in(rg[c], rt[c], hg[ref_pair[c]], ht[ref_pair[c]])
-                                        for c in _chunks(len(ref_pair))] or [np.zeros((0, rg.shape[1]), np.uint8)])
-                        for (hg, ht), (rg, rt) in zip(self.hyp, self.ref)]
+        penalties = {d: np.e ** (-(float(d) ** 2) / penalty_scale) for d in np.unique(delta).tolist()}
+        self.penalty = np.array([penalties[d] for d in delta.tolist()], dtype=np.float64)
+        self.layout = _order_layouts(cooked, pad_gid=self.vocab)
+        # a hypothesis's vector needs only the columns the widest hypothesis of each order fills
+        self.hyp_width = [int((tf[np.unique(self.hyp_sid)] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
+        self.columns = []
+        for (g, t), width in zip(self.layout, self.hyp_width):
+            parts = [_columns_in(g[self.ref_sid[c]], t[self.ref_sid[c]], g[self.hyp_sid[ref_pair[c]], :width],
+                                 t[self.hyp_sid[ref_pair[c]], :width]) for c in _chunks(len(ref_pair))]
+            self.columns.append(np.concatenate(parts) if parts else np.zeros((0, width), np.uint8))
 
     def score(self, indices: Sequence[int]) -> tuple[float, np.ndarray]:
-        """Corpus CIDEr-D and per-pair scores of the pairs ``indices``, with their own IDF."""
+        """Corpus CIDEr-D and per-pair scores of the pairs ``indices``, with their own IDF (a pair
+        given twice counts twice, as in a coco-caption run given it twice)."""
         idx = np.asarray(list(indices), dtype=np.int64)
         if not idx.size:
             return 0.0, np.zeros(0)
-        df = np.bincount(np.concatenate([self.doc_ids[i] for i in idx]), minlength=self.vocab).astype(np.float64)
+        times = np.bincount(idx, minlength=len(self.n_refs))
+        df = np.bincount(self.doc_ids, weights=np.repeat(times, self.doc_len).astype(np.float64), minlength=self.vocab)
         ref_len = np.log(float(len(idx)))
         w = np.append(ref_len - np.log(np.maximum(1.0, df)), 0.0)  # the last weight is the padding's
         # each pair's arithmetic is its own: chunks of pairs bound the temporaries, not the answers
@@ -158,16 +190,17 @@ class CiderCache:
 
     def _per_pair(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         counts = self.n_refs[idx]
-        rrows = np.concatenate([np.arange(self.ref_start[i], self.ref_start[i + 1]) for i in idx])
+        rrows = _ranges(self.ref_start[idx], counts)
         pair_of = np.repeat(np.arange(len(idx)), counts)
+        used, inverse = np.unique(np.concatenate([self.hyp_sid[idx], self.ref_sid[rrows]]), return_inverse=True)
+        h_at, r_at = inverse[:len(idx)], inverse[len(idx):]
         val = np.zeros((len(rrows), N))
-        for n, ((hg, ht), (rg, rt), columns) in enumerate(zip(self.hyp, self.ref, self.columns)):
-            vec_h = ht[idx] * w[hg[idx]]
-            vec_r = rt[rrows] * w[rg[rrows]]
-            norm_h = np.sqrt(_sequential_sum(np.float_power(vec_h, 2.0)))[pair_of]
-            norm_r = np.sqrt(_sequential_sum(np.float_power(vec_r, 2.0)))
-            matched = np.take_along_axis(np.pad(vec_r, ((0, 0), (0, 1))), columns[rrows], axis=1)
-            dot = _sequential_sum(np.minimum(vec_h[pair_of], matched) * matched)
+        for n, ((g, t), width, columns) in enumerate(zip(self.layout, self.hyp_width, self.columns)):
+            vec = t[used] * w[g[used]]  # each distinct sentence's tf-idf vector, in insertion order
+            norm = np.sqrt(_sequential_sum(np.float_power(vec, 2.0)))
+            norm_h, norm_r = norm[h_at][pair_of], norm[r_at]
+            matched = np.pad(vec, ((0, 0), (0, 1)))[r_at[:, None], columns[rrows]]
+            dot = _sequential_sum(np.minimum(vec[h_at, :width][pair_of], matched) * matched)
             both = (norm_h != 0) & (norm_r != 0)
             dot = np.where(both, dot / np.where(both, norm_h * norm_r, 1.0), dot)
             val[:, n] = dot * self.penalty[rrows]
