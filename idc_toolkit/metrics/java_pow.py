@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import math
 import struct
-from decimal import Decimal, localcontext
-from fractions import Fraction
 
 import numpy as np
 
@@ -84,8 +82,34 @@ _SHIFTER = _h("0x1.8p+44")
 _HIGHMASK_Y = 0xFFFFFFF800000000
 
 
-def _log2_decimal(num: int, den: int) -> Decimal:
-    return (Decimal(num) / Decimal(den)).ln() / Decimal(2).ln()
+#: bits after the point of the tables' fixed-point arithmetic: far past the 2 x 53 the tables keep
+_FRAC = 192
+
+
+def _ln_fixed(num: int, den: int) -> int:
+    """ln(num / den) x 2^_FRAC for num / den in [1, 2]: 2 atanh((x - 1) / (x + 1)), in integers
+    (a tenth of the time Decimal takes at 60 digits; tests/test_java_pow.py pins every bit)."""
+    z = ((num - den) << _FRAC) // (num + den)
+    z2 = (z * z) >> _FRAC
+    total, term, k = 0, z, 1
+    while term:
+        total += term // k
+        term = (term * z2) >> _FRAC
+        k += 2
+    return 2 * total
+
+
+def _exp_fixed(x: int) -> int:
+    """e^(x / 2^_FRAC) x 2^_FRAC, for 0 <= x / 2^_FRAC < 1: its Taylor series in integers."""
+    total, term, k = 0, 1 << _FRAC, 1
+    while term:
+        total += term
+        term = (term * x >> _FRAC) // k
+        k += 1
+    return total
+
+
+_LN2_FIXED = _ln_fixed(2, 1)
 
 
 def _build_log_table() -> tuple[list[float], list[float], list[float]]:
@@ -95,17 +119,14 @@ def _build_log_table() -> tuple[list[float], list[float], list[float]]:
     then 512/512 .. 740/512 (= LH).
     """
     b_vals, t_hi, t_lo = [], [], []
-    with localcontext() as ctx:
-        ctx.prec = 60
-        for i in range(513):
-            b = Fraction(740 + i, 1024) if i < 284 else Fraction(228 + i, 512)
-            ratio = Fraction(185, 128) / b
-            v = _log2_decimal(ratio.numerator, ratio.denominator)
-            hi = float(Fraction(int((v * (1 << 24)).to_integral_value()), 1 << 24))
-            b_vals.append(float(b))
-            t_hi.append(hi)
-            # The stub's entry for B = LH (log2 1 = 0) has a -0.0 low part.
-            t_lo.append(-0.0 if i == 512 else float(v - Decimal(hi)))
+    for i in range(513):
+        num, den = (740 + i, 1024) if i < 284 else (228 + i, 512)
+        v = (_ln_fixed(185 * den, 128 * num) << _FRAC) // _LN2_FIXED  # log2((185 / 128) / b)
+        hi = (v + (1 << (_FRAC - 25))) >> (_FRAC - 24)  # to the nearest 2^-24 (never a tie: v is irrational)
+        b_vals.append(num / den)
+        t_hi.append(hi / (1 << 24))
+        # The stub's entry for B = LH (log2 1 = 0) has a -0.0 low part; int / int rounds correctly.
+        t_lo.append(-0.0 if i == 512 else (v - (hi << (_FRAC - 24))) / (1 << _FRAC))
     return b_vals, t_hi, t_lo
 
 
@@ -126,15 +147,13 @@ _EXP_LO_OVERRIDES = {
 def _build_exp_table() -> tuple[list[int], list[int]]:
     """Bit patterns of 2^(j/256) = hi + lo, j = 0..255."""
     hi_bits, lo_bits = [], []
-    with localcontext() as ctx:
-        ctx.prec = 60
-        ln2 = Decimal(2).ln()
-        for j in range(256):
-            v = (ln2 * j / 256).exp()
-            hi = float(v)
-            lo = _EXP_LO_OVERRIDES.get(j, float(v - Decimal(hi)))
-            hi_bits.append(_bits(hi))
-            lo_bits.append(_bits(lo))
+    for j in range(256):
+        v = _exp_fixed(_LN2_FIXED * j // 256)
+        hi = v / (1 << _FRAC)
+        num, den = hi.as_integer_ratio()
+        lo = _EXP_LO_OVERRIDES.get(j, (v - num * ((1 << _FRAC) // den)) / (1 << _FRAC))
+        hi_bits.append(_bits(hi))
+        lo_bits.append(_bits(lo))
     return hi_bits, lo_bits
 
 
