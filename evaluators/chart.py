@@ -1,152 +1,141 @@
-"""``by_category.png``: bars per group and metric, drawn from plain data (:func:`draw_by_category`),
-in this process or in a chart process started before the scoring (:class:`ChartProcess`), whose
-matplotlib import then runs on another core while the captions are tokenized and aligned."""
+"""``by_category.png``: bars per group and metric, drawn from plain data with Pillow.
+
+Hand-drawn rather than with matplotlib: matplotlib's import alone is ~0.4 CPU-seconds, a sixth
+of a fresh ``idc-eval`` on 8,000 pairs (benchmarks/eval_speed.py), for eight rectangles a group.
+The look follows matplotlib's defaults (tab10 colours, DejaVu Sans, a boxed axis, a legend).
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import threading
+import math
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
-#: pairs from which a scoring draws its chart in a process of its own (a smaller one does not pay
-#: back the process's start; a process that has drawn before has matplotlib already)
-PROCESS_FROM = 2000
-#: the modules the drawing needs
-LIBRARIES = ("matplotlib.figure", "matplotlib.backends.backend_agg")
+#: matplotlib's default colour cycle (tab10)
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+#: pixels per inch: the figure is (max(6, 1.2 x groups)) x 4 inches
+DPI = 120
+
+
+@lru_cache(maxsize=None)
+def _font(points: float):
+    """DejaVu Sans (matplotlib's font, found in its package without importing it) at ``points``."""
+    import importlib.util
+
+    from PIL import ImageFont
+
+    size = max(1, round(points * DPI / 72))
+    spec = importlib.util.find_spec("matplotlib")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder, "mpl-data", "fonts", "ttf", "DejaVuSans.ttf")
+        if path.is_file():
+            return ImageFont.truetype(str(path), size)
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1: its bitmap font
+        return ImageFont.load_default()
+
+
+def nice_ticks(top: float) -> tuple[list[float], float]:
+    """Ticks from 0 at a round step (1, 2, 2.5 or 5 x 10^k, at most 8 of them) and the axis's end."""
+    top = top if top > 0 else 1.0
+    raw = top / 7
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    end = top * 1.05
+    return [k * step for k in range(int(end // step) + 1)], end
+
+
+def _label(value: float) -> str:
+    return f"{value:g}"
+
+
+def _text_size(draw, text: str, font) -> tuple[int, int]:
+    left, top, right, bottom = draw.multiline_textbbox((0, 0), text, font=font, align="center")
+    return right - left, bottom - top
 
 
 def draw_by_category(path: Path | str, chart: dict[str, Any], caveat: str = "") -> Path:
     """Bars per group and metric; a zero score is drawn as a zero line with its value written,
     n/a is written as such, bootstrap intervals are error bars. ``chart``: the groups' ``names``,
-    their sizes ``n`` and the ``series`` per metric (:func:`~.outputs.chart_series`). Drawn on a
-    bare ``Figure`` with the Agg canvas: no pyplot, so no global figure state and no GUI backend."""
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    their sizes ``n`` and the ``series`` per metric (:func:`~.outputs.chart_series`)."""
+    from PIL import Image, ImageDraw
 
     names, sizes, series = chart["names"], chart["n"], chart["series"]
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(series))
-    fig = Figure(figsize=(max(6, 1.2 * len(names)), 4))
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    top = max([v for s in series.values() for v in s["values"] if v is not None] or [1.0])
-    for j, (m, s) in enumerate(series.items()):
-        pos = x + j * width - 0.4 + width / 2
-        heights = [0.0 if v is None else v for v in s["values"]]
-        has_ci = any(s["err_low"]) or any(s["err_high"])
-        bars = ax.bar(pos, heights, width, label=m, yerr=[s["err_low"], s["err_high"]] if has_ci else None,
-                      capsize=2 if has_ci else 0)
-        color = bars.patches[0].get_facecolor() if bars.patches else None
-        for p_, v in zip(pos, s["values"]):
-            if v is None:
-                ax.text(p_, 0.01 * top, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
-            elif v == 0:
-                ax.plot([p_ - width / 2, p_ + width / 2], [0, 0], color=color, linewidth=2.5)
-                ax.text(p_, 0.01 * top, "0", ha="center", va="bottom", fontsize=6)
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{name}\n(n={size})" for name, size in zip(names, sizes)], fontsize=8)
-    ax.set_ylabel("score x100")
-    ax.set_title("Scores per group (each scored on its own)" + (f"\n{caveat}" if caveat else ""), fontsize=10)
+    width, height = round(max(6, 1.2 * len(names)) * DPI), 4 * DPI
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    small, tick, title_font = _font(6), _font(8), _font(10)
+
+    title = "Scores per group (each scored on its own)" + (f"\n{caveat}" if caveat else "")
+    title_h = _text_size(draw, title, title_font)[1]
+    draw.multiline_text((width / 2, 8), title, fill="black", font=title_font, anchor="ma", align="center")
+    labels = [f"{name}\n(n={size})" for name, size in zip(names, sizes)]
+    label_h = max([_text_size(draw, t, tick)[1] for t in labels] or [0])
+    ticks, end = nice_ticks(max([v for s in series.values() for v in s["values"] if v is not None] or [1.0]))
+    tick_w = max(_text_size(draw, _label(t), tick)[0] for t in ticks)
+    left, right = 18 + _text_size(draw, "score x100", tick)[1] + tick_w + 12, width - 12
+    top, bottom = 8 + title_h + 14, height - label_h - 18
+
+    def y(value: float) -> float:
+        return bottom - (bottom - top) * value / end
+
+    group_w = (right - left) / max(1, len(names))
+
+    def x(position: float) -> float:  # a group's centre at position k: k + 0.5 group widths from the left
+        return left + (position + 0.5) * group_w
+
+    for t in ticks:
+        draw.line([(left - 4, y(t)), (left, y(t))], fill="black")
+        draw.text((left - 7, y(t)), _label(t), fill="black", font=tick, anchor="rm")
+    axis_label = Image.new("L", _text_size(draw, "score x100", tick), 0)
+    ImageDraw.Draw(axis_label).text((0, 0), "score x100", fill=255, font=tick, anchor="lt")
+    rotated = axis_label.rotate(90, expand=True)
+    image.paste((0, 0, 0), (6, round((top + bottom - rotated.height) / 2)), rotated)
+    for k, text in enumerate(labels):
+        draw.line([(x(k), bottom), (x(k), bottom + 4)], fill="black")
+        draw.multiline_text((x(k), bottom + 6), text, fill="black", font=tick, anchor="ma", align="center")
+
+    bar_w = 0.8 / max(1, len(series))
+    bars: list[tuple[float, float, float]] = []  # (left, right, top value) of each bar, for the legend's place
+    for j, (metric, s) in enumerate(series.items()):
+        colour = COLOURS[j % len(COLOURS)]
+        for k, value in enumerate(s["values"]):
+            a, b = x(k - 0.4 + j * bar_w), x(k - 0.4 + (j + 1) * bar_w)
+            bars.append((a, b, (value or 0.0) + s["err_high"][k]))
+            centre = (a + b) / 2
+            if value is None:
+                draw.text((centre, y(0.01 * end) - 2), "n/a", fill="black", font=small, anchor="mb")
+                continue
+            if value == 0:
+                draw.line([(a, bottom - 1), (b, bottom - 1)], fill=colour, width=3)
+                draw.text((centre, bottom - 4), "0", fill="black", font=small, anchor="mb")
+                continue
+            draw.rectangle([a, y(value), b, bottom], fill=colour)
+            low, high = s["err_low"][k], s["err_high"][k]
+            if low or high:
+                draw.line([(centre, y(value - low)), (centre, y(value + high))], fill="black", width=2)
+                for v in (value - low, value + high):
+                    draw.line([(centre - 3, y(v)), (centre + 3, y(v))], fill="black", width=2)
+    draw.rectangle([left, top, right, bottom], outline="black")
+
     if series:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        entries = list(series)
+        row_h = _text_size(draw, "Ag", tick)[1] + 6
+        box_w = 34 + max(_text_size(draw, m, tick)[0] for m in entries) + 8
+        y0 = top + 8
+
+        def tallest(x0: float) -> float:  # the highest bar under a legend placed at x0
+            return max([v for a, b, v in bars if a < x0 + box_w and b > x0] or [0.0])
+
+        x0 = min((right - box_w - 8, left + 8), key=tallest)  # the upper corner with the lower bars, right first
+        draw.rectangle([x0, y0, x0 + box_w, y0 + row_h * len(entries) + 6], fill="white", outline="#cccccc")
+        for j, metric in enumerate(entries):
+            row = y0 + 4 + j * row_h
+            draw.rectangle([x0 + 6, row + 2, x0 + 26, row + row_h - 6], fill=COLOURS[j % len(COLOURS)])
+            draw.text((x0 + 32, row + (row_h - 4) / 2), metric, fill="black", font=tick, anchor="lm")
+    image.save(path, format="PNG")
     return Path(path)
 
-
-class ChartProcess:
-    """``python -m idc_toolkit.evaluators.chart``: imports the drawing's libraries at once, then
-    draws the one chart it is sent as a JSON line (``null``: none) and ends."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "idc_toolkit.evaluators.chart"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def send(self, path: Path | str, chart: dict[str, Any], caveat: str) -> bool:
-        """Hand the process its chart; False where it is gone (the caller draws it: the file is the same)."""
-        try:
-            self.proc.stdin.write(json.dumps({"path": str(path), "chart": chart, "caveat": caveat}).encode() + b"\n")
-            self.proc.stdin.close()
-            return True
-        except (OSError, ValueError):
-            self.close()
-            return False
-
-    def drawn(self, path: Path | str) -> bool:
-        """Whether the process drew the chart it was sent."""
-        try:
-            self.proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.close()
-            return False
-        return self.proc.returncode == 0 and Path(path).is_file()
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-_WAITING: list[ChartProcess] = []  # a chart process started for the next drawing
-_LOCK = threading.Lock()
-
-
-def prepare_drawing(pairs: int = 0) -> None:
-    """Make the next :func:`draw` quick: for a large scoring, a chart process importing the
-    drawing's libraries on another core; else those imports in a background thread here."""
-    if all(m in sys.modules for m in LIBRARIES):
-        return
-    if pairs >= PROCESS_FROM and (os.cpu_count() or 1) > 1:
-        with _LOCK:
-            if not _WAITING:
-                _WAITING.append(ChartProcess())
-        return
-
-    def load() -> None:
-        import importlib
-
-        try:
-            for module in LIBRARIES:
-                importlib.import_module(module)
-        except BaseException:  # only a head start: drawing imports again and reports what fails
-            pass
-
-    threading.Thread(target=load, daemon=True, name="idc-chart-imports").start()
-
-
-def start_drawing(path: Path | str, chart: dict[str, Any], caveat: str = "") -> Callable[[], Path]:
-    """:func:`draw_by_category`, by the waiting chart process where one was started (the caller
-    writes its other files meanwhile); the function returned waits for the file."""
-    with _LOCK:
-        process = _WAITING.pop() if _WAITING else None
-    if process is not None and process.send(path, chart, caveat):
-        return lambda: Path(path) if process.drawn(path) else draw_by_category(path, chart, caveat)
-    drawn = draw_by_category(path, chart, caveat)
-    return lambda: drawn
-
-
-def _close_waiting() -> None:
-    with _LOCK:
-        while _WAITING:
-            _WAITING.pop().close()
-
-
-def main() -> None:
-    for module in LIBRARIES:
-        __import__(module)
-    job: Optional[dict] = json.loads(sys.stdin.readline() or "null")
-    if job:
-        draw_by_category(job["path"], job["chart"], job["caveat"])
-
-
-if __name__ == "__main__":
-    main()
-else:
-    import atexit
-
-    atexit.register(_close_waiting)

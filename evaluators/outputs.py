@@ -131,9 +131,12 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
 
     w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else []),
                 *(PAIR_COLUMNS if choice is not None else ())])
+    import numpy as np
+
+    scores = [[_value(v) for v in np.asarray(result.per_pair[m]).tolist()] for m in metrics]  # Python floats: quicker
     for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
         w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
-                    json.dumps(references[pid], ensure_ascii=False), *(_value(result.per_pair[m][k]) for m in metrics),
+                    json.dumps(references[pid], ensure_ascii=False), *(column[k] for column in scores),
                     csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else []),
                     *([csv_text(c) for c in choice.pair_cells(k)] if choice is not None else [])])
     write_text_atomic(path, buf.getvalue())
@@ -141,7 +144,7 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
 
 def _value(v: float) -> str:
     """A per-pair score; empty where it is undefined (a judge column on a pair it does not apply to)."""
-    return "" if v != v else f"{float(v):.6f}"
+    return "" if v != v else f"{v:.6f}"
 
 
 def chart_series(result: ScoreResult) -> dict[str, dict[str, Any]]:
@@ -170,16 +173,9 @@ def chart_data(result: ScoreResult) -> dict[str, Any]:
 
 def plot_by_category(path: Path, result: ScoreResult, caveat: str = "") -> Path:
     """``by_category.png`` of ``result`` (:func:`.chart.draw_by_category`)."""
-    from .chart import start_drawing
+    from .chart import draw_by_category
 
-    return start_drawing(path, chart_data(result), caveat)()
-
-
-def preload_chart_libraries(pairs: int = 0) -> None:
-    """Prepare the chart's drawing while the scoring runs (:func:`.chart.prepare_drawing`)."""
-    from .chart import prepare_drawing
-
-    prepare_drawing(pairs)
+    return draw_by_category(path, chart_data(result), caveat)
 
 
 #: every file an evaluation writes into ``--out`` (what a rerun may replace, and nothing else)
@@ -265,14 +261,13 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
                   layouts: Sequence[str] = (), group_names: Optional[str] = None, label: Any = None) -> dict[str, Any]:
     from idc_toolkit.runs.folder import write_text_atomic
 
+    from .chart import draw_by_category
     from .paper_tables import RunLabel, write_layouts
-
-    from .chart import start_drawing
 
     out_dir.mkdir(parents=True, exist_ok=True)
     label = label or RunLabel()
     unparsed = meta.get("multiple_choice")  # the chart's accuracy bars say what they rest on too
-    chart = start_drawing(out_dir / "by_category.png", chart_data(result), " ".join(t for t in (label.caveat, unparsed and (
+    draw_by_category(out_dir / "by_category.png", chart_data(result), " ".join(t for t in (label.caveat, unparsed and (
         f"MC_accuracy: {unparsed['unparsed']} of {unparsed['items']} answers unparsed, counted as not correct")) if t))
     write_layouts(out_dir, result, list(layouts), group_names, label)
     data = metrics_dict(result, meta, warnings)
@@ -289,5 +284,4 @@ def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str
         note += counts_line(meta["multiple_choice"]) + "; caption metrics score the pairs with references only\n"
     write_text_atomic(out_dir / "metrics.md", table + note)
     write_per_pair(out_dir / "per_pair.csv", result, predictions, references, categories)
-    chart()
     return data

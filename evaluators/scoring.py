@@ -141,7 +141,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     judge = judge_step(s, out, engine, progress)
     if (a.judge and judge is None) or not main:
         return None
-    result = score(s, [judge] if judge is not None else [], progress, charts=out is not None)
+    result = score(s, [judge] if judge is not None else [], progress)
     return write(s, result, run, out, folder, judge)
 
 
@@ -283,13 +283,11 @@ def judge_step(s: Scoring, out: Optional[Path], engine: Any, progress: Optional[
                         progress, s.backward)
 
 
-def score(s: Scoring, extra: list[Any], progress: Optional[Callable[[str], None]] = None, charts: bool = False) -> Any:
+def score(s: Scoring, extra: list[Any], progress: Optional[Callable[[str], None]] = None) -> Any:
     """Step "score": every metric on every group (``extra``: metrics made outside the registry, the
     judge's), after what a metric cannot score is named and the warnings are given."""
     from idc_toolkit.metrics.core import score_groups
     from idc_toolkit.metrics.registry import metric_class, resolve_families
-
-    from .outputs import preload_chart_libraries
 
     prep = s.prep
     ids = [i for i in prep.hypotheses if prep.references[i]]
@@ -297,8 +295,6 @@ def score(s: Scoring, extra: list[Any], progress: Optional[Callable[[str], None]
         metric_class(family).check_inputs(ids, [prep.hypotheses[i] for i in ids], [prep.references[i] for i in ids])
     for w in prep.warnings:
         log.warning("warning: %s", w)
-    if charts:
-        preload_chart_libraries(len(ids))
     extra = [*extra, *([s.choice] if s.choice is not None else [])]
     if s.backward is not None:
         from idc_toolkit.metrics.reverse import ReverseOverlap

@@ -345,13 +345,37 @@ def test_a_prewarmed_aligner_serves_the_next_scoring_and_is_closed_when_unused(m
         assert parked.proc.wait(timeout=30) == 0 and not meteor_mod._PARKED
 
 
-def test_a_chart_process_draws_the_same_png_as_this_process(tmp_path):
+def test_the_chart_draws_bars_zero_lines_and_na_the_same_every_time(tmp_path):
+    """by_category.png: one bar per metric and group in matplotlib's colours, a zero score as a
+    line on the axis, n/a as no bar, the legend clear of the tallest bars; the same bytes each time."""
+    from PIL import Image
+
     from idc_toolkit.evaluators import chart
 
-    data = {"names": ["overall", "color"], "n": [10, 4],
-            "series": {"BLEU_4": {"values": [31.5, 0.0], "err_low": [1.0, 0.0], "err_high": [2.0, 0.0]},
-                       "CIDEr": {"values": [90.2, None], "err_low": [0.0, 0.0], "err_high": [0.0, 0.0]}}}
-    here = chart.draw_by_category(tmp_path / "here.png", data, "a caveat")
-    process = chart.ChartProcess()
-    assert process.send(tmp_path / "there.png", data, "a caveat") and process.drawn(tmp_path / "there.png")
-    assert (tmp_path / "there.png").read_bytes() == here.read_bytes()
+    data = {"names": ["overall", "color", "add"], "n": [10, 4, 3],
+            "series": {"BLEU_4": {"values": [31.5, 0.0, 12.0], "err_low": [1.0, 0.0, 0.0], "err_high": [2.0, 0.0, 0.0]},
+                       "CIDEr": {"values": [40.2, None, 95.0], "err_low": [0.0, 0.0, 0.0], "err_high": [0.0, 0.0, 0.0]}}}
+    once = chart.draw_by_category(tmp_path / "once.png", data, "a caveat")
+    again = chart.draw_by_category(tmp_path / "again.png", data, "a caveat")
+    assert once.read_bytes() == again.read_bytes()
+    image = Image.open(once).convert("RGB")
+    assert image.size == (6 * chart.DPI, 4 * chart.DPI)
+    blue, orange = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)
+    width, height = image.size
+
+    def column(fraction: float) -> list:  # the colours down one pixel column
+        return [image.getpixel((round(fraction * width), row)) for row in range(height)]
+
+    # group k's bars sit around k + 0.5 thirds of the axis; the axis spans most of the width
+    def bar_colours(k: int) -> set:
+        found = set()
+        for offset in (-0.2, 0.2):
+            found |= set(column(0.08 + 0.9 * (k + 0.5 + offset) / 3))
+        return found
+
+    assert {blue, orange} <= bar_colours(0) and {blue, orange} <= bar_colours(2)
+    assert orange not in bar_colours(1)  # n/a: no bar; the zero line is blue on the axis only
+    assert sum(pixel == blue for pixel in column(0.08 + 0.9 * 1.3 / 3)) <= 4
+    topmost = next(row for row in range(height) if blue in {image.getpixel((c, row)) for c in range(width)})
+    swatch = [c for c in range(width) if image.getpixel((c, topmost)) == blue]  # the legend's, above every bar
+    assert max(swatch) < width / 2  # the right corner holds the tallest bar: the legend goes left

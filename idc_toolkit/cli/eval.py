@@ -123,10 +123,6 @@ def run_score(args) -> dict:
     with using(args.scorer):  # what a family needs loads while everything below imports, reads, tokenizes
         for family in resolve_families(args.metrics):
             metric_class(family).prewarm(pairs)
-    if args.out:
-        from ..evaluators.chart import prepare_drawing
-
-        prepare_drawing(pairs)
     from ..evaluators.outputs import markdown_table
     from ..evaluators.scoring import evaluate
 
