@@ -258,18 +258,20 @@ def test_a_closed_meteor_jvm_leaves_no_open_pipe():
 
 
 def test_a_long_python_meteor_job_aligns_in_a_child_process_with_the_same_statistics(monkeypatch):
-    """From ``CHILD_FROM`` segments the Python aligner runs in a child process (another core,
+    """From ``CHILD_FROM`` segments the Python aligner runs in child processes (other cores,
     beside BLEU, ROUGE-L and CIDEr): the same statistics lines as in this process."""
     import idc_toolkit.metrics.meteor_align as align_mod
+    import idc_toolkit.metrics.meteor_pool as pool_mod
     from idc_toolkit.metrics.implementation import using
 
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
-    monkeypatch.setattr(meteor_mod, "CHILD_FROM", 2)
+    monkeypatch.setattr(pool_mod, "CHILD_FROM", 2)
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 2)
     hyps = ["a red cube moved", "the sphere is gone", "nothing changed", "a man walks"]
     refs = [["a red cube moved away"], ["the sphere disappeared", "a ball left"], ["there is no change"], [""]]
     started = []
-    real = meteor_mod.PythonAligner.submit
-    monkeypatch.setattr(meteor_mod.PythonAligner, "submit", lambda self, h, r, **kw: started.append(len(h)) or real(self, h, r, **kw))
+    real = pool_mod.AlignerPool.submit
+    monkeypatch.setattr(pool_mod.AlignerPool, "submit", lambda self, h, r, **kw: started.append(len(h)) or real(self, h, r, **kw))
     with using("python"):
         m = meteor_mod.Meteor()
         m.start(len(hyps))
@@ -288,44 +290,53 @@ def _segments(n: int) -> tuple[list[str], list[list[str]]]:
     return hyps, refs
 
 
-def test_the_child_and_the_caller_meet_in_the_middle_with_one_process_statistics(monkeypatch):
-    """The caller, once free, aligns blocks from the end and claims them; the child stops before
-    a claimed block. Both halves together are the statistics of one call, in order."""
+def test_the_processes_and_the_caller_share_the_blocks_with_one_process_statistics(monkeypatch):
+    """Two aligner processes take blocks as they finish and the caller, once free, takes some too
+    (a core being free of them): every block is aligned once, and together they are the
+    statistics of one call, in order, whatever the order they came back in."""
     import idc_toolkit.metrics.meteor_align as align_mod
+    import idc_toolkit.metrics.meteor_pool as pool_mod
 
-    monkeypatch.setattr(meteor_mod, "BLOCK", 3)
-    hyps, refs = _segments(60)
-    aligner = meteor_mod.PythonAligner()
-    aligner.submit(hyps, refs)
-    aligner.assist()  # at once: the child is still loading, so the caller takes most blocks
-    claimed = aligner.claimed
-    assert aligner.result() == align_mod.statistics(hyps, refs)
-    assert 0 < claimed < aligner.n_blocks, claimed  # both sides aligned some
+    monkeypatch.setattr(pool_mod, "BLOCK", 3)
+    monkeypatch.setattr(pool_mod, "ASSIST_FROM", 0)
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 3)
+    hyps, refs = _segments(90)
+    seen: list[int] = []
+    pool = pool_mod.AlignerPool(2)
+    pool.submit(hyps, refs, on_block=lambda first, stats: seen.append(first))
+    pool.assist()  # at once: the processes are still loading, so the caller takes many blocks
+    assert pool.result() == align_mod.statistics(hyps, refs)
+    assert sorted(seen) == list(range(0, 90, 3))  # each block handed on once
+    assert seen != sorted(seen)  # the caller's and the processes' blocks interleave
+    assert all(w.proc.returncode == 0 for w in pool.workers)
 
 
-def test_the_child_aligns_everything_when_no_assist_comes_and_a_dead_child_is_named(monkeypatch):
+def test_the_processes_align_everything_when_no_assist_comes_and_a_dead_one_is_named(monkeypatch):
     import idc_toolkit.metrics.meteor_align as align_mod
+    import idc_toolkit.metrics.meteor_pool as pool_mod
 
-    monkeypatch.setattr(meteor_mod, "BLOCK", 4)
+    monkeypatch.setattr(pool_mod, "BLOCK", 4)
     hyps, refs = _segments(20)
-    aligner = meteor_mod.PythonAligner()
-    aligner.submit(hyps, refs)
-    assert aligner.result() == align_mod.statistics(hyps, refs)
-    dying = meteor_mod.PythonAligner()
-    dying.proc.kill()
+    pool = pool_mod.AlignerPool(2)
+    pool.submit(hyps, refs)
+    assert pool.result() == align_mod.statistics(hyps, refs)
+    dying = pool_mod.AlignerPool(2)
+    dying.workers[1].proc.kill()
     dying.submit(hyps, refs)
     with pytest.raises(EvaluationError, match="aligner process failed"):
         dying.result()
 
 
 def test_a_prewarmed_aligner_serves_the_next_scoring_and_is_closed_when_unused(monkeypatch):
-    """``prewarm(pairs)`` starts the aligner process ahead of a large Python scoring; the next
-    METEOR scoring takes it, and one nobody took ends with the idle processes."""
+    """``prewarm(pairs)`` starts the aligner processes ahead of a large Python scoring; the next
+    METEOR scoring takes them, and those nobody took end with the idle processes."""
+    import idc_toolkit.metrics.meteor_pool as pool_mod
     from idc_toolkit.metrics.implementation import using
 
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
-    monkeypatch.setattr(meteor_mod, "CHILD_FROM", 2)
-    monkeypatch.setattr(meteor_mod, "BLOCK", 2)
+    monkeypatch.setattr(pool_mod, "CHILD_FROM", 2)
+    monkeypatch.setattr(pool_mod, "BLOCK", 2)
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 2)
     hyps, refs = _segments(7)
     with using("python"):
         meteor_mod.prewarm(1)  # too small: nothing started
@@ -342,7 +353,18 @@ def test_a_prewarmed_aligner_serves_the_next_scoring_and_is_closed_when_unused(m
         meteor_mod.prewarm(len(hyps))
         parked = meteor_mod._PARKED[0]
         meteor_mod.close_idle_processes()
-        assert parked.proc.wait(timeout=30) == 0 and not meteor_mod._PARKED
+        assert all(w.proc.wait(timeout=30) == 0 for w in parked.workers) and not meteor_mod._PARKED
+
+
+def test_processes_for_a_job_follow_its_size_and_the_cores(monkeypatch):
+    import idc_toolkit.metrics.meteor_pool as pool_mod
+
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 1)
+    assert pool_mod.processes_for(100_000) == 0  # one core: the aligner runs here
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 2)
+    assert [pool_mod.processes_for(n) for n in (1999, 2000, 100_000)] == [0, 1, 1]
+    monkeypatch.setattr(pool_mod, "usable_cores", lambda: 16)
+    assert [pool_mod.processes_for(n) for n in (2000, 7000, 100_000)] == [1, 3, pool_mod.MOST_PROCESSES]
 
 
 def test_the_chart_draws_bars_zero_lines_and_na_the_same_every_time(tmp_path):

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..errors import EvaluationError
 from .base import Metric
 from .implementation import JAVA
+from .meteor_pool import AlignerPool, processes_for
 from .meteor_stats import aggregate_statistics, meteor_score, score_line
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
@@ -291,10 +292,11 @@ def prewarm(pairs: int = 0) -> None:
     --predictions`` calls it first thing."""
     from .implementation import current
 
-    if current() != JAVA and pairs >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+    processes = processes_for(pairs) if current() != JAVA else 0
+    if processes:
         with _IDLE_LOCK:
             if not _PARKED:
-                _PARKED.append(PythonAligner())
+                _PARKED.append(AlignerPool(processes))
     if not whole_table_asked() or current() != JAVA:
         load_in_background()
         return
@@ -315,8 +317,8 @@ def close_idle_processes() -> None:
             _PARKED.pop().cancel()
 
 
-def parked_aligner() -> Optional["PythonAligner"]:
-    """The aligner process :func:`prewarm` started ahead, if any (taken: the next start makes its own)."""
+def parked_aligner() -> Optional[AlignerPool]:
+    """The aligner processes :func:`prewarm` started ahead, if any (taken: the next start makes its own)."""
     with _IDLE_LOCK:
         return _PARKED.pop() if _PARKED else None
 
@@ -377,164 +379,6 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
     return [s for part in parts for s in part]
 
 
-#: segments from which the Python aligner runs in a child process, beside BLEU, ROUGE-L and CIDEr
-#: (a thread would hold their interpreter lock; a smaller job does not pay back the process's start)
-CHILD_FROM = 2000
-#: segments per block of the shared job; the caller takes blocks only while two or more are
-#: left to the child (its own tables and caches are cold: a last block is the child's quicker)
-BLOCK = 2000
-
-
-class PythonAligner:
-    """:mod:`.meteor_worker` in a child process, started before tokenization (its tables load
-    meanwhile); :meth:`submit` hands it the job, :meth:`assist` aligns blocks from the end in the
-    calling process once that process is free, :meth:`result` gathers both halves in order."""
-
-    def __init__(self) -> None:
-        import sys
-
-        self.proc = subprocess.Popen([sys.executable, "-m", "idc_toolkit.metrics.meteor_worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.blocks: dict[int, list[str]] = {}
-        self.n_blocks = 0
-        self.claimed = 0  # blocks from here on are this process's
-        self.next_child = 0  # the block the child aligns now
-        self.error: Optional[str] = None
-        self.failure: Optional[BaseException] = None  # raised by an on_block
-        self.handled: set[int] = set()
-        self.on_block: Optional[Callable[[int, list[str]], None]] = None
-        self.assisting = False
-        self.done = threading.Condition()
-        self.stderr = b""
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read_stderr(self) -> None:
-        self.stderr = self.proc.stderr.read()
-
-    def _send(self, data: bytes) -> None:
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):  # the child ended: its exit status says why
-            pass
-
-    def submit(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
-               on_block: Optional[Callable[[int, list[str]], None]] = None) -> None:
-        """Hand the child its job; ``on_block(k, lines)`` runs for each block as it is aligned (in
-        the thread that received it), so its handling overlaps the rest of the scoring."""
-        import json
-
-        self.on_block = on_block
-        self.hypotheses, self.references = list(hypotheses), [list(r) for r in references]
-        self.n_blocks = self.claimed = -(-len(self.hypotheses) // BLOCK)
-        job = json.dumps({"hypotheses": self.hypotheses, "references": self.references, "block": BLOCK}) + "\n"
-        self.writer = threading.Thread(target=self._send, args=(job.encode(),), daemon=True)
-        self.writer.start()
-        threading.Thread(target=self._read_blocks, daemon=True).start()
-
-    def cancel(self) -> None:
-        """No job after all (the statistics cache held it): the child ends on its own; nothing waits."""
-        self._send(b"null\n")
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        threading.Thread(target=self.proc.wait, daemon=True).start()  # reaped when it ends
-
-    def _read_blocks(self) -> None:
-        import json
-
-        for line in self.proc.stdout:
-            k, stats = json.loads(line)
-            with self.done:
-                new = k not in self.blocks
-                self.blocks.setdefault(k, stats)
-                self.next_child = k + 1
-            if new:
-                self._handle(k, stats)
-        code = self.proc.wait()
-        with self.done:
-            if code != 0:
-                tail = self.stderr.decode(errors="replace").strip().splitlines()[-3:] if self.stderr else []
-                self.error = f"METEOR's aligner process failed (exit {code}): {' | '.join(tail)}"
-            self.next_child = self.n_blocks  # nothing more comes from it
-            self.done.notify_all()
-
-    def assist(self) -> None:
-        """Align blocks from the end until meeting the child (each claimed before its work)."""
-        from .meteor_align import Memo, statistics
-
-        memo = Memo()
-        self.writer.join()
-        with self.done:
-            self.assisting = True
-        try:
-            while True:
-                with self.done:
-                    k = self.claimed - 1
-                    if k <= self.next_child + 1 or self.error:
-                        return
-                    self.claimed = k
-                self._send(f"claim {k}\n".encode())
-                part = slice(k * BLOCK, (k + 1) * BLOCK)
-                stats = statistics(self.hypotheses[part], self.references[part], memo=memo)
-                with self.done:
-                    new = k not in self.blocks
-                    self.blocks.setdefault(k, stats)
-                if new:
-                    self._handle(k, stats)
-        finally:
-            with self.done:
-                self.assisting = False
-                self.done.notify_all()
-
-    def _handle(self, k: int, stats: list[str]) -> None:
-        """``on_block`` for a block new here, then the block counts as done."""
-        try:
-            if self.on_block is not None:
-                self.on_block(k, stats)
-        except BaseException as exc:  # raised by result(), in the scoring's thread
-            with self.done:
-                self.failure = self.failure or exc
-        with self.done:
-            self.handled.add(k)
-            self.done.notify_all()
-
-    def result(self) -> list[str]:
-        with self.done:
-            while not self.error and len(self.handled) < self.n_blocks:
-                if self.next_child >= self.n_blocks and not self.assisting and \
-                        all(k in self.handled for k in self.blocks):
-                    break  # the child is gone and no assist runs: what is missing is aligned below
-                self.done.wait()
-        if self.error and len(self.blocks) < self.n_blocks:
-            raise EvaluationError(self.error)
-        missing = [k for k in range(self.n_blocks) if k not in self.blocks]
-        if missing:  # claimed by an assist that was cut short
-            from .meteor_align import statistics
-
-            for k in missing:
-                part = slice(k * BLOCK, (k + 1) * BLOCK)
-                self.blocks[k] = statistics(self.hypotheses[part], self.references[part])
-                self._handle(k, self.blocks[k])
-        if self.failure is not None:
-            raise self.failure
-        self.close()
-        return [line for k in range(self.n_blocks) for line in self.blocks[k]]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 class Meteor(Metric):
     """METEOR 1.5: every distinct pair is aligned once into a statistics line, by the toolkit's
     Python (:mod:`.meteor_align`, the default) or by the jar's JVMs (the ``java`` scorer,
@@ -573,7 +417,7 @@ class Meteor(Metric):
         # the references they align are known (their table is cut to them)
         self.implementation = current()  # read here: compute() runs in a thread of its own
         self.workers: list[MeteorProcess] = []
-        self._child: Optional[PythonAligner] = None
+        self._child: Optional[AlignerPool] = None
         if self.implementation == JAVA:
             load_in_background()
         else:
@@ -602,9 +446,9 @@ class Meteor(Metric):
         if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
-        elif len(self._todo) >= CHILD_FROM and (os.cpu_count() or 1) > 1:
+        elif processes_for(len(self._todo)):
             if getattr(self, "_child", None) is None:
-                self._child = PythonAligner()
+                self._child = AlignerPool(processes_for(len(self._todo)))
             self._rows: dict[str, Any] = {}
             self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo],
                                on_block=self._keep_block)
@@ -612,12 +456,12 @@ class Meteor(Metric):
             self._child.cancel()
             self._child = None
 
-    def _keep_block(self, k: int, stats: list[str]) -> None:
+    def _keep_block(self, first: int, stats: list[str]) -> None:
         """A block of the child's answers, as it arrives: into the statistics cache and parsed, while
         the other metrics still compute (not after the last block)."""
         import numpy as np
 
-        keys = [self._lines[i] for i in self._todo[k * BLOCK:(k + 1) * BLOCK]]
+        keys = [self._lines[i] for i in self._todo[first:first + len(stats)]]
         with statistics_cache(self.implementation) as cache:
             cache.put(keys, stats)
         rows = np.array([s.split() for s in stats], dtype=float)
