@@ -430,7 +430,7 @@ def _align(hyp: _Sentence, ref: _Sentence, beam: int = BEAM_SIZE) -> list:
 
 
 def _line(stats: Sequence[int]) -> str:
-    return " ".join(f"{v}.0" for v in stats)  # Java's Double.toString of a whole count
+    return ".0 ".join(map(str, stats)) + ".0"  # Java's Double.toString of a whole count
 
 
 class Memo:
@@ -517,6 +517,16 @@ def _pick(rows: list, spans: list) -> list[str]:
     from .meteor_stats import meteor_score
 
     scores = meteor_score(np.array(rows, dtype=float)) if rows else np.zeros(0)
+    found = [span for span in spans if span is not None]
+    bounds = [begin for begin, _ in found] + [len(rows)]
+    if found and not np.isnan(scores).any() and all(b < e == n for (b, e), n in zip(found, bounds[1:])):
+        # each span's first highest score at once (np.argmax's choice, NaN aside), not one call per segment
+        starts = np.array(bounds[:-1])
+        best = np.maximum.reduceat(scores, starts)
+        sizes = np.diff(bounds)
+        at = np.where(scores == np.repeat(best, sizes), np.arange(len(scores)), len(scores))
+        chosen = iter(np.minimum.reduceat(at, starts).tolist())
+        return [ERROR_LINE if span is None else _line(rows[next(chosen)]) for span in spans]
     out = []
     for span in spans:
         if span is None:
