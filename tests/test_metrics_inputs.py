@@ -308,7 +308,7 @@ def test_the_processes_and_the_caller_share_the_blocks_with_one_process_statisti
     assert pool.result() == align_mod.statistics(hyps, refs)
     assert sorted(seen) == list(range(0, 90, 3))  # each block handed on once
     assert seen != sorted(seen)  # the caller's and the processes' blocks interleave
-    assert all(w.proc.returncode == 0 for w in pool.workers)
+    assert all(w.proc.wait(timeout=30) == 0 for w in pool.workers)
 
 
 def test_the_processes_align_everything_when_no_assist_comes_and_a_dead_one_is_named(monkeypatch):

@@ -56,10 +56,12 @@ class _Worker:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.stderr = b""
         self.given: set[int] = set()  # blocks handed to it and not yet returned
+        self.served = False  # a thread reads its answers (and closes that pipe)
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read_stderr(self) -> None:
-        self.stderr = self.proc.stderr.read()
+        with self.proc.stderr:
+            self.stderr = self.proc.stderr.read()
 
     def send(self, data: bytes) -> None:
         try:
@@ -72,17 +74,23 @@ class _Worker:
         tail = self.stderr.decode(errors="replace").strip().splitlines()[-3:] if self.stderr else []
         return f"METEOR's aligner process failed (exit {code}): {' | '.join(tail)}"
 
+    def end(self, last: bytes = b"end\n") -> None:
+        """Send ``last`` and close its input: it ends on its own, reaped in the background."""
+        self.send(last)
+        threading.Thread(target=self.close, daemon=True).start()
+
     def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if not self.served:  # nobody reads its answers: their pipe is closed here
+            self.proc.stdout.close()
 
 
 class AlignerPool:
@@ -134,14 +142,16 @@ class AlignerPool:
 
     def _serve(self, worker: _Worker, job: bytes) -> None:
         """Send ``worker`` the job and two blocks, then a block for each one it returns."""
+        worker.served = True
         worker.send(job)
         self._give(worker)
         self._give(worker)
-        for line in worker.proc.stdout:
-            k, stats = json.loads(line)
-            worker.given.discard(k)
-            self._keep(k, stats)
-            self._give(worker)
+        with worker.proc.stdout:
+            for line in worker.proc.stdout:
+                self._give(worker)  # its next block first: the caller's other threads hold the interpreter
+                k, stats = json.loads(line)
+                worker.given.discard(k)
+                self._keep(k, stats)
         code = worker.proc.wait()
         with self.done:
             if code != 0 or worker.given:  # blocks given and never returned: nobody else will align them
@@ -152,12 +162,7 @@ class AlignerPool:
     def cancel(self) -> None:
         """No job after all (the statistics cache held it): the processes end on their own; nothing waits."""
         for worker in self.workers:
-            worker.send(b"null\n")
-            try:
-                worker.proc.stdin.close()
-            except OSError:
-                pass
-            threading.Thread(target=worker.proc.wait, daemon=True).start()  # reaped when it ends
+            worker.end(b"null\n")
 
     def assist(self) -> None:
         """Align blocks here, taken like a process's, while :data:`ASSIST_FROM` segments are left
@@ -213,7 +218,7 @@ class AlignerPool:
         if self.failure is not None:
             self.close()
             raise self.failure
-        self.close()
+        self.release()
         missing = [k for k in range(self.n_blocks) if k not in self.blocks]
         if missing:  # taken by an assist that was cut short
             from .meteor_align import statistics
@@ -223,6 +228,11 @@ class AlignerPool:
             if self.failure is not None:
                 raise self.failure
         return [line for k in range(self.n_blocks) for line in self.blocks[k]]
+
+    def release(self) -> None:
+        """Let the processes end on their own (every block is back) without waiting for their exit."""
+        for worker in self.workers:
+            worker.end()
 
     def close(self) -> None:
         for worker in self.workers:

@@ -649,13 +649,18 @@ def _raw_lines(text: str) -> tuple:
     pos = 0
     toks: list = []
     ascii_at = ascii_from(text)
+    known: dict[str, Optional[str]] = {}
     while True:
         if not toks and (pos == 0 or text[pos - 1] == "\n"):
             end = text.find("\n", pos)
             if end < 0:
                 end = n
             line = text[pos:end]
-            done = _simple(line)
+            # a simple line's tokens are its own alone: a repeated caption ("there is no change") is read once
+            if line in known:
+                done = known[line]
+            else:
+                done = known[line] = _simple(line)
             if done is not None:
                 out.append(line)
                 simple.append(done)
