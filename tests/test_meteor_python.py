@@ -126,3 +126,21 @@ def test_the_comparison_catches_a_broken_rule(jvm, probe, monkeypatch, rule):
         monkeypatch.setattr(meteor_resources, "nonbreaking_prefixes", lambda: {})
     found = differences(jvm, hyps, refs, stats)
     assert len(found) >= 1, rule
+
+
+def test_java_tokens_and_lines_take_their_shortcut_only_where_it_agrees():
+    """StringTokenizer's tokens and readLine's lines: the ``str.split`` shortcut and the
+    expressions give the same lists on texts with every blank and line break Java and Python
+    treat differently."""
+    import random
+    import re
+
+    from idc_toolkit.metrics.meteor_normalize import java_lines, java_tokens
+
+    rng = random.Random(3)
+    pieces = ["a", "bc", " ", "  ", "\t", "\n", "\r", "\r\n", "\f", "\x0b", "\x1c", "\x1f", "\x85", "\xa0", "\u2028", "é"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert java_tokens(text) == [t for t in re.split("[ \t\n\r\f]+", text) if t], repr(text)
+        lines = re.split("\r\n|\r|\n", text)
+        assert java_lines(text) == (lines[:-1] if lines and lines[-1] == "" else lines), repr(text)

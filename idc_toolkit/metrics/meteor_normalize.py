@@ -72,14 +72,20 @@ def java_trim(text: str) -> str:
     return text[start:end]
 
 
+#: the characters ``str.split()`` also splits at beyond StringTokenizer's " \t\n\r\f" (the ASCII ones)
+_OTHER_ASCII_BLANKS = frozenset("\x0b\x1c\x1d\x1e\x1f")
+
+
 def java_tokens(text: str) -> list[str]:
     """``new StringTokenizer(text)``'s tokens."""
+    if text.isascii() and _OTHER_ASCII_BLANKS.isdisjoint(text):
+        return text.split()  # the same split, in C
     return [t for t in _TOKEN_SPLIT.split(text) if t]
 
 
 def java_lines(text: str) -> list[str]:
     """``BufferedReader.readLine`` over ``text``: the lines, the last one's terminator optional."""
-    lines = _LINE_BREAK.split(text)
+    lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
     if lines and lines[-1] == "":
         lines.pop()
     return lines
