@@ -109,10 +109,11 @@ def markdown_table(result: ScoreResult) -> str:
 
 def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                    categories: dict[str, Optional[str]]) -> None:
-    import io
+    import numpy as np
 
     from idc_toolkit.escape import csv_text
-    from idc_toolkit.runs.folder import write_text_atomic
+    from idc_toolkit.metrics.mc_accuracy import PAIR_COLUMNS
+    from idc_toolkit.runs.folder import open_atomic
 
     metrics = [m for m in result.metrics if m in result.per_pair]
     # the groups a pair was scored in beyond its category (IoU groups, --groups, --group-by), ";"-joined
@@ -122,24 +123,19 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     for g in extra:
         for k in result.group_indices[g]:
             member.setdefault(k, []).append(g)
-    buf = io.StringIO(newline="")
-    w = csv.writer(buf)
     judge = result.cache.metrics.get("JUDGE")
     notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
     choice = result.cache.metrics.get("MC")  # the letter read from each answer, the correct one, the outcome
-    from idc_toolkit.metrics.mc_accuracy import PAIR_COLUMNS
-
-    w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups", *(["judgement"] if notes else []),
-                *(PAIR_COLUMNS if choice is not None else ())])
-    import numpy as np
-
     scores = [[_value(v) for v in np.asarray(result.per_pair[m]).tolist()] for m in metrics]  # Python floats: quicker
-    for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
-        w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
-                    json.dumps(references[pid], ensure_ascii=False), *(column[k] for column in scores),
-                    csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else []),
-                    *([csv_text(c) for c in choice.pair_cells(k)] if choice is not None else [])])
-    write_text_atomic(path, buf.getvalue())
+    with open_atomic(path) as fh:  # row by row to the file: no copy of the whole table in memory
+        w = csv.writer(fh)
+        w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups",
+                    *(["judgement"] if notes else []), *(PAIR_COLUMNS if choice is not None else ())])
+        for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
+            w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
+                        json.dumps(references[pid], ensure_ascii=False), *(column[k] for column in scores),
+                        csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else []),
+                        *([csv_text(c) for c in choice.pair_cells(k)] if choice is not None else [])])
 
 
 def _value(v: float) -> str:

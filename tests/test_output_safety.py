@@ -474,3 +474,18 @@ def test_hostile_category_names_stay_data_in_every_table(tmp_path):
     with open(out / "by_category.csv", newline="") as fh:
         names = {row["name"] for row in csv.DictReader(fh)}
     assert set(HOSTILE_NAMES) <= names
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path):
+    from idc_toolkit.runs.folder import open_atomic
+
+    target = tmp_path / "per_pair.csv"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with open_atomic(target) as fh:
+            fh.write("half a table")
+            raise RuntimeError("disk full")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["per_pair.csv"]
+    with open_atomic(target) as fh:
+        fh.write("new\r\n")  # line ends kept as written
+    assert target.read_bytes() == b"new\r\n"

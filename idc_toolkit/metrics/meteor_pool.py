@@ -2,9 +2,10 @@
 CIDEr: a thread would hold their interpreter lock.
 
 The processes start before tokenization, so their tables load meanwhile; :meth:`AlignerPool.submit`
-gives each the job, then hands out blocks of segments one at a time (two ahead, so none waits for
-the next), so the processes share the job whatever their speed; the caller may align blocks too
-once its own metrics are done, where a core is free (:meth:`AlignerPool.assist`).
+then hands out blocks of segments, each with its captions, one at a time (two ahead, so none waits
+for the next), so the processes share the job whatever their speed and none holds more than a
+block; the caller may align blocks too once its own metrics are done, where a core is free
+(:meth:`AlignerPool.assist`).
 """
 
 from __future__ import annotations
@@ -112,18 +113,16 @@ class AlignerPool:
 
     def submit(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
                on_block: Optional[Callable[[int, list[str]], None]] = None) -> None:
-        """Hand every process the job and its first blocks; ``on_block(first, lines)`` runs for each
+        """Hand every process its first blocks; ``on_block(first, lines)`` runs for each
         block as it is aligned (``first``: its first segment), so its handling overlaps the rest of
         the scoring."""
         self.on_block = on_block
-        self.hypotheses, self.references = list(hypotheses), [list(r) for r in references]
+        self.hypotheses, self.references = hypotheses, references
         self.block = BLOCK
         self.n_blocks = -(-len(self.hypotheses) // self.block)
-        job = (json.dumps({"hypotheses": self.hypotheses, "references": self.references, "block": self.block})
-               + "\n").encode()
         self.running = len(self.workers)
         for worker in self.workers:
-            threading.Thread(target=self._serve, args=(worker, job), daemon=True).start()
+            threading.Thread(target=self._serve, args=(worker,), daemon=True).start()
 
     def _take(self) -> Optional[int]:
         with self.done:
@@ -138,12 +137,11 @@ class AlignerPool:
             worker.send(b"end\n")
         else:
             worker.given.add(k)
-            worker.send(b"%d\n" % k)
+            worker.send((json.dumps([k, *self._part(k)]) + "\n").encode())
 
-    def _serve(self, worker: _Worker, job: bytes) -> None:
-        """Send ``worker`` the job and two blocks, then a block for each one it returns."""
+    def _serve(self, worker: _Worker) -> None:
+        """Send ``worker`` two blocks, then a block for each one it returns."""
         worker.served = True
-        worker.send(job)
         self._give(worker)
         self._give(worker)
         with worker.proc.stdout:
@@ -190,7 +188,7 @@ class AlignerPool:
 
     def _part(self, k: int) -> tuple[list[str], list[list[str]]]:
         part = slice(k * self.block, (k + 1) * self.block)
-        return self.hypotheses[part], self.references[part]
+        return list(self.hypotheses[part]), [list(r) for r in self.references[part]]
 
     def _keep(self, k: int, stats: list[str]) -> None:
         """``on_block`` for a block new here, then the block counts as done."""

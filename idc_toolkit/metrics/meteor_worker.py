@@ -1,13 +1,13 @@
 """``python -m idc_toolkit.metrics.meteor_worker``: METEOR's Python aligner in a process of its own.
 
 A scoring starts one or more of these before tokenizing (:mod:`.meteor_pool`), so their imports
-and tables load meanwhile. Each then reads one job as a JSON line on stdin,
-``{"hypotheses": [...], "references": [[...], ...], "block": B}`` (``null``: no job), and after it
-block numbers, one per line: for each it aligns segments ``k*B`` to ``(k+1)*B`` and writes
-``[k, [statistics line, ...]]`` on stdout; ``end`` or the end of stdin ends it. The caller hands
-out the blocks, so the processes share the job whatever their speed. Each segment's statistics
-depend on that segment alone, so the split never changes an answer. A plain child process, not
-``multiprocessing``: nothing of the caller's own script is imported again.
+and tables load meanwhile. Each then reads blocks as JSON lines on stdin,
+``[k, [hypothesis, ...], [[reference, ...], ...]]``, and for each writes ``[k, [statistics line,
+...]]`` on stdout; ``end``, ``null`` or the end of stdin ends it. The caller hands out the
+blocks, so the processes share a job whatever their speed, and no process holds more than a
+block of it. Each segment's statistics depend on that segment alone, so the split never changes
+an answer. A plain child process, not ``multiprocessing``: nothing of the caller's own script
+is imported again.
 """
 
 from __future__ import annotations
@@ -20,17 +20,13 @@ def main() -> None:
     from .meteor_align import Memo, statistics, warm
 
     warm()
-    job = json.loads(sys.stdin.readline() or "null")
-    if not job:
-        return
-    hypotheses, references, size = job["hypotheses"], job["references"], job["block"]
     memo = Memo()  # sentences and rows met in one block serve the next
     for line in sys.stdin:
-        if line.strip() == "end":
+        block = json.loads(line) if line.strip() != "end" else None
+        if not block:
             break
-        k = int(line)
-        part = slice(k * size, (k + 1) * size)
-        sys.stdout.write(json.dumps([k, statistics(hypotheses[part], references[part], memo=memo)]) + "\n")
+        k, hypotheses, references = block
+        sys.stdout.write(json.dumps([k, statistics(hypotheses, references, memo=memo)]) + "\n")
         sys.stdout.flush()
 
 

@@ -27,11 +27,12 @@ staging folder (:mod:`idc_toolkit.stores`), and the finished folder is published
 from __future__ import annotations
 
 import json
+import contextlib
 import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, TextIO
 
 from ..errors import RunError
 from ..options import masked
@@ -46,13 +47,24 @@ from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 RUN_FILE = "run.json"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` beside ``path`` and rename it over: a kill leaves the old file or the new
-    one, never a torn one."""
+@contextlib.contextmanager
+def open_atomic(path: Path) -> Iterator[TextIO]:
+    """A text file written beside ``path`` and renamed over it when the block ends: a kill leaves
+    the old file or the new one, never a torn one; a failure removes the file it wrote."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as fh:  # CSV text keeps its own line ends
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:  # CSV text keeps its own line ends
+            yield fh
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it over (:func:`open_atomic`)."""
+    with open_atomic(path) as fh:
         fh.write(text)
-    tmp.replace(path)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
