@@ -1,5 +1,7 @@
 """ROUGE-L and BLEU cooking: pycocoevalcap's own code, as the scorer called it per pair, against
-the toolkit's exact versions (bit-parallel LCS; n-grams counted with zip and dicts).
+the toolkit's exact versions (bit-parallel LCS; BLEU's statistics from the n-gram layouts it
+shares with CIDEr-D, here made for BLEU alone: in a scoring CIDEr-D's computation makes them, and
+BLEU's own share is the clipped counts).
 
     python benchmarks/rouge_bleu_speed.py [--pairs 8000] [--repeats 5]
 
@@ -9,7 +11,8 @@ real captions (each against its pair's other captions, meteor_python.py's segmen
 tokenized as the scorer hands them over (``ptb.tokenize_lines``). For each: CPU seconds
 (``time.process_time``) of ``rouge_scores`` and of ``BleuCache`` construction, and of the same
 pairs through pycocoevalcap's ``Rouge.calc_score`` and ``cook_refs``/``cook_test`` (once per
-distinct pair, as before), alternating, best of ``--repeats``; and whether every value agrees.
+distinct pair), alternating, best of ``--repeats``; and whether every value agrees (BLEU: each
+pair's ten statistics).
 """
 
 from __future__ import annotations
@@ -60,9 +63,10 @@ def pycocoevalcap_cooking(hyps, refs):
 
     from idc_toolkit.metrics.base import once_per_distinct_pair
 
-    def cook(h, r):
-        crefs = cook_refs(list(r))
-        return crefs, cook_test(h, crefs)
+    def cook(h, r):  # the ten statistics compute_score reads, "closest" reference length
+        ctest = cook_test(h, cook_refs(list(r)))
+        reflen = min((abs(l - ctest["testlen"]), l) for l in ctest["reflen"])[1]
+        return [ctest["testlen"], reflen, *ctest["guess"], *ctest["correct"]]
 
     return once_per_distinct_pair(hyps, refs, cook)
 
@@ -73,9 +77,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    import numpy as np
-
-    from idc_toolkit.metrics.bleu import BleuCache, pair_statistics
+    from idc_toolkit.metrics.bleu import BleuCache
     from idc_toolkit.metrics.rouge import rouge_scores
 
     runs = {"ROUGE-L, pycocoevalcap": pycocoevalcap_rouge, "ROUGE-L, toolkit": rouge_scores,
@@ -91,7 +93,7 @@ def main() -> None:
         cooked = out["BLEU cooking, pycocoevalcap"]
         cache = out["BLEU cooking, toolkit"]
         same = (out["ROUGE-L, toolkit"].tolist() == out["ROUGE-L, pycocoevalcap"]
-                and np.array_equal(cache.stats, pair_statistics([t for _, t in cooked])))
+                and cache.stats.tolist() == cooked)
         print(f"{name} pairs, CPU seconds, best of {args.repeats} (every value equal: {same})")
         for kind in ("ROUGE-L", "BLEU cooking"):
             old, new = best[f"{kind}, pycocoevalcap"], best[f"{kind}, toolkit"]

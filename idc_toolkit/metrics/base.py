@@ -56,6 +56,9 @@ class Metric:
         """``options``: the scoring's metric options (``spice_jars``: where a metric finds its
         jars); each metric reads those it knows."""
         self.status = "ok"
+        #: what the metrics of one scoring share (BLEU's and CIDEr-D's n-gram layouts), set by the
+        #: scorer; ``None``: a metric used alone makes what it needs itself
+        self.shared: Optional[dict[str, Any]] = None
 
     # -- what a metric needs before and around a scoring, asked of every family by generic code --
     @classmethod

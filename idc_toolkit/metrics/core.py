@@ -51,6 +51,9 @@ def build_cache(
 
         raise EvaluationError(f"no pair has a reference: nothing for {', '.join(families)} to score")
     metrics: dict[str, Metric] = {f: metric_class(f)(spice_jars=spice_jars) for f in families}  # the metric options
+    shared: dict = {}  # what they make once for all of them (n-gram layouts), freed with the cache's metrics
+    for m in metrics.values():
+        m.shared = shared
     if len(captioned) < len(ids):
         metrics = {f: OnSubset(m, captioned, len(ids)) for f, m in metrics.items()}
     metrics.update({m.family: m for m in extra})

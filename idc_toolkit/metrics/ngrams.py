@@ -1,0 +1,158 @@
+"""The 1- to 4-grams of every distinct sentence of a scoring, counted once and laid out as arrays
+for BLEU and CIDEr-D, which both count them as pycocoevalcap's ``precook`` does (``split()``,
+each n-gram's term frequency, in first-seen order).
+
+Per order, one padded row per distinct sentence (``gid``, ``tf``), and for every (pair,
+reference) the column in the reference of each n-gram of the pair's hypothesis: BLEU's clipped
+counts and CIDEr-D's dot products are array operations over them. A scoring makes them once for
+both metrics (:func:`shared_layouts`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import chain
+from typing import Optional, Sequence
+
+import numpy as np
+
+N = 4
+
+
+def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[tuple[int, int, int]], int]:
+    """``[(order, ngram id, tf)]`` in pycocoevalcap's insertion order, and the length term.
+
+    The length is pycocoevalcap's: it adds the term frequencies of order index 1 (bigrams).
+    """
+    words = sentence.split()
+    counts: dict[tuple[str, ...], int] = defaultdict(int)
+    for k in range(1, N + 1):
+        for i in range(len(words) - k + 1):
+            counts[tuple(words[i : i + k])] += 1
+    out = []
+    length = 0
+    for ngram, tf in counts.items():
+        gid = intern.setdefault(ngram, len(intern))
+        order = len(ngram) - 1
+        out.append((order, gid, tf))
+        if order == 1:
+            length += tf
+    return out, length
+
+
+def order_layouts(cooked: list[list[tuple[int, int, int]]], pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
+    row = sentence, columns in insertion order; padding is ``pad_gid`` (weight 0) with tf 0."""
+    lengths = np.fromiter((len(c) for c in cooked), dtype=np.int64, count=len(cooked))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(cooked)), dtype=np.int64,
+                       count=3 * int(lengths.sum())).reshape(-1, 3)
+    sentence = np.repeat(np.arange(len(cooked)), lengths)
+    layouts = []
+    for n in range(N):
+        mine = flat[:, 0] == n
+        rows = sentence[mine]
+        column = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank within its sentence
+        width = int(column.max()) + 1 if len(rows) else 0
+        # the narrowest exact types (a term frequency is a count): a quarter of int64 / float64's memory
+        gid = np.full((len(cooked), width), pad_gid, dtype=np.min_scalar_type(pad_gid))
+        tf = np.zeros((len(cooked), width), dtype=np.min_scalar_type(int(flat[mine, 2].max(initial=0))))
+        gid[rows, column] = flat[mine, 1]
+        tf[rows, column] = flat[mine, 2]
+        layouts.append((gid, tf))
+    return layouts
+
+
+def _columns_in(ref_gid: np.ndarray, ref_tf: np.ndarray, query_gid: np.ndarray, query_tf: np.ndarray) -> np.ndarray:
+    """For each query n-gram (row r, column j), its column in reference row r, or the pad
+    column ``ref_gid.shape[1]`` where the reference lacks it (or the query slot is padding)."""
+    rows, width = ref_gid.shape
+    present = ref_tf > 0
+    stride = int(max(ref_gid.max(initial=0), query_gid.max(initial=0))) + 1
+    ref_gid, query_gid = ref_gid.astype(np.int64), query_gid.astype(np.int64)  # row * stride + id needs 64 bits
+    keys = (np.arange(rows)[:, None] * stride + ref_gid)[present]
+    column = np.broadcast_to(np.arange(width), (rows, width))[present]
+    order = np.argsort(keys)
+    keys, column = keys[order], column[order]
+    query = np.arange(rows)[:, None] * stride + query_gid
+    if not len(keys):
+        return np.full(query.shape, width, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    found = (keys[at] == query) & (query_tf > 0)
+    return np.where(found, column[at], width).astype(np.min_scalar_type(width))
+
+
+#: pairs (or reference rows) per chunk of the array work
+CHUNK = 4096
+
+
+def chunks(n: int) -> list[slice]:
+    return [slice(k, min(k + CHUNK, n)) for k in range(0, n, CHUNK)]
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(a, a + k) for a, k in zip(starts, counts)])`` without the loop."""
+    offsets = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum())) - np.repeat(offsets, counts) + np.repeat(starts, counts)
+
+
+class NgramLayouts:
+    """Every distinct sentence of the pairs cooked once and laid out per order; each pair's
+    hypothesis and references as rows of the layouts (``hyp_sid``, ``ref_sid``, ``ref_start``)."""
+
+    def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
+        intern: dict[tuple[str, ...], int] = {}
+        sid: dict[str, int] = {}  # each distinct sentence's row in the layouts
+        self.cooked: list[list[tuple[int, int, int]]] = []
+        lengths: list[int] = []
+        words: list[int] = []
+
+        def row(sentence: str) -> int:
+            k = sid.get(sentence)
+            if k is None:
+                c, length = precook(sentence, intern)
+                k = sid[sentence] = len(self.cooked)
+                self.cooked.append(c)
+                lengths.append(length)
+                words.append(len(sentence.split()))
+            return k
+
+        self.hyp_sid = np.fromiter(map(row, hypotheses), dtype=np.int64, count=len(hypotheses))
+        self.n_refs = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
+        self.ref_sid = np.fromiter((row(r) for rs in references for r in rs), dtype=np.int64, count=int(self.n_refs.sum()))
+        self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])
+        self.ref_pair = np.repeat(np.arange(len(references)), self.n_refs)
+        self.vocab = len(intern)
+        self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
+        self.words = np.array(words, dtype=np.int64)  # BLEU's
+        self.layout = order_layouts(self.cooked, pad_gid=self.vocab)
+        # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
+        self.hyp_width = [int((tf[np.unique(self.hyp_sid)] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
+        self.columns = []
+        for (g, t), width in zip(self.layout, self.hyp_width):
+            parts = [_columns_in(g[self.ref_sid[c]], t[self.ref_sid[c]], g[self.hyp_sid[self.ref_pair[c]], :width],
+                                 t[self.hyp_sid[self.ref_pair[c]], :width]) for c in chunks(len(self.ref_pair))]
+            self.columns.append(np.concatenate(parts) if parts else np.zeros((0, width), np.uint8))
+
+    def matches(self, pairs: slice) -> np.ndarray:
+        """Per pair of ``pairs`` and order, BLEU's clipped count: each hypothesis n-gram's term
+        frequency, at most its highest in any one reference (``cook_test``'s ``correct``)."""
+        idx = np.arange(len(self.n_refs))[pairs]
+        rows = ranges(self.ref_start[idx], self.n_refs[idx])
+        firsts = np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]])
+        out = np.zeros((len(idx), N), dtype=np.int64)
+        for n, ((_, t), width, columns) in enumerate(zip(self.layout, self.hyp_width, self.columns)):
+            held = np.pad(t, ((0, 0), (0, 1)))[self.ref_sid[rows][:, None], columns[rows]]  # 0 where absent
+            most = np.maximum.reduceat(held, firsts, axis=0) if len(rows) else held[:0]
+            out[:, n] = np.minimum(t[self.hyp_sid[idx], :width], most).sum(axis=1)
+        return out
+
+
+def shared_layouts(shared: Optional[dict], hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> NgramLayouts:
+    """The layouts of these pairs, made once per scoring: ``shared`` is the dict the scorer gives
+    every metric of one scoring (``None``: made for this call alone)."""
+    if shared is None:
+        return NgramLayouts(hypotheses, references)
+    made = shared.get("ngram_layouts")
+    if made is None or made[0] is not hypotheses or made[1] is not references:
+        made = shared["ngram_layouts"] = (hypotheses, references, NgramLayouts(hypotheses, references))
+    return made[2]
