@@ -41,10 +41,11 @@ def _session_folder(prefix: str) -> str:
     return folder
 
 
-# METEOR's statistics and the tokenizer's output: one cache per test session, so no test depends
-# on an earlier session's (pytest-xdist's workers inherit the controller's, as they do the
-# datasets cache below)
-for _name, _file in (("IDC_METEOR_CACHE", "stats.sqlite"), ("IDC_TOKENIZER_CACHE", "tokens.sqlite")):
+# METEOR's statistics, the tokenizer's output and the judge's answers: one cache per test session,
+# so no test depends on an earlier session's (pytest-xdist's workers inherit the controller's, as
+# they do the datasets cache below)
+for _name, _file in (("IDC_METEOR_CACHE", "stats.sqlite"), ("IDC_TOKENIZER_CACHE", "tokens.sqlite"),
+                     ("IDC_JUDGE_CACHE", "judge_answers.sqlite")):
     if _name not in os.environ:
         os.environ[_name] = os.path.join(_session_folder("idc-scoring-"), _file)
 # datasets' Arrow cache too: for a folder whose card defines its configs, datasets keys the cache

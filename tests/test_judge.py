@@ -85,7 +85,8 @@ def _files(tmp_path):
     return tmp_path / "preds.json", tmp_path / "refs.json", tmp_path / "cats.json"
 
 
-def test_scripted_judgements_aggregate_as_computed_by_hand(endpoint, tmp_path):
+def test_scripted_judgements_aggregate_as_computed_by_hand(endpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("IDC_JUDGE_CACHE", str(tmp_path / "answers.sqlite"))  # it counts the questions asked
     preds, refs, cats = _files(tmp_path)
     out = tmp_path / "eval"
     argv = ["--predictions", str(preds), "--references", str(refs), "--categories", str(cats), "--metrics", "BLEU",
