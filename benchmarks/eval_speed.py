@@ -69,46 +69,52 @@ print(pycocoevalcap_scores(refs, hyps)[0])
 """
 
 
-#: ``idc-eval`` as a user types it, printing its peak memory alone and with the processes it starts
-#: (sampled from /proc: ru_maxrss carries a parent's over fork)
-MEASURED_EVAL = """
-import os, runpy, sys, threading, time
+#: the (own, with its helper processes) peak memory of each fresh Python-scorer idc-eval, in MiB
+FRESH_MEMORY: list[tuple[float, float]] = []
 
-def rss(pid):
+
+def _rss_kib(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as fh:
             return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
     except (OSError, StopIteration):
         return 0
 
-def children(pid):
+
+def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
             return [int(c) for c in fh.read().split()]
     except OSError:
         return []
 
-peak = {"all": 0, "self": 0}
-def sample():
-    me = os.getpid()
-    while True:
-        own = rss(me)
-        total = own + sum(rss(c) for c in children(me))
-        peak["all"], peak["self"] = max(peak["all"], total), max(peak["self"], own)
-        time.sleep(0.02)
 
-threading.Thread(target=sample, daemon=True).start()
-sys.argv = ["idc-eval", *sys.argv[1:]]
-code = 0
-try:
-    runpy.run_module("idc_toolkit.cli.eval", run_name="__main__")
-except SystemExit as exc:
-    code = exc.code
-print("peak-rss", peak["self"], peak["all"], file=sys.stderr)
-sys.exit(code)
-"""
-#: the (own, with its helper processes) peak memory of each fresh Python-scorer idc-eval, in MiB
-FRESH_MEMORY: list[tuple[float, float]] = []
+def run_measured(cmd: list[str], env: dict) -> tuple[float, int, int]:
+    """``cmd`` as its own process; its seconds, and its peak resident memory alone and with the
+    processes it starts (KiB), sampled from /proc every 20 ms by this process, not inside it
+    (ru_maxrss carries a parent's over fork, and a sampler inside would share its interpreter)."""
+    import subprocess
+    import threading
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = {"own": 0, "all": 0}
+
+    def sample() -> None:
+        while proc.poll() is None:
+            own = _rss_kib(proc.pid)
+            total = own + sum(_rss_kib(c) for c in _children(proc.pid))
+            peak["own"], peak["all"] = max(peak["own"], own), max(peak["all"], total)
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = proc.communicate()
+    took = time.perf_counter() - start
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} failed: {err.decode(errors='replace')[-2000:]}")
+    return took, peak["own"], peak["all"]
 
 
 def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) -> list[tuple[float, float, float]]:
@@ -133,16 +139,14 @@ def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) ->
             env = {**os.environ, "IDC_METEOR_CACHE": str(tmp_path / f"fresh_meteor_{scorer}_{k}.sqlite"),
                    "IDC_TOKENIZER_CACHE": str(tmp_path / f"fresh_tokens_{scorer}_{k}.sqlite")}
             shutil.rmtree(tmp_path / "out_fresh", ignore_errors=True)
-            t = time.perf_counter()
-            run = subprocess.run([sys.executable, "-c", MEASURED_EVAL, "--predictions", str(tmp_path / "preds.json"),
-                                  "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
-                                  "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
-                                  "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], check=True, capture_output=True,
-                                 env=env, text=True)
-            took.append(time.perf_counter() - t)
+            seconds, own, together = run_measured(
+                [sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
+                 "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
+                 "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
+                 "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], env)
+            took.append(seconds)
             if scorer == "python":
-                own, together = run.stderr.strip().splitlines()[-1].split()[1:]
-                FRESH_MEMORY.append((int(own) / 1024, int(together) / 1024))
+                FRESH_MEMORY.append((own / 1024, together / 1024))
         runs.append((naive, *took))
     return runs
 
