@@ -74,7 +74,7 @@ def draw_by_category(path: Path | str, chart: dict[str, Any], caveat: str = "") 
     draw.multiline_text((width / 2, 8), title, fill="black", font=title_font, anchor="ma", align="center")
     labels = [f"{name}\n(n={size})" for name, size in zip(names, sizes)]
     label_h = max([_text_size(draw, t, tick)[1] for t in labels] or [0])
-    ticks, end = nice_ticks(max([v for s in series.values() for v in s["values"] if v is not None] or [1.0]))
+    ticks, end = nice_ticks(max([v for s in series.values() for v in s["values"] if v is not None and v == v] or [1.0]))
     tick_w = max(_text_size(draw, _label(t), tick)[0] for t in ticks)
     left, right = 18 + _text_size(draw, "score x100", tick)[1] + tick_w + 12, width - 12
     top, bottom = 8 + title_h + 14, height - label_h - 18
@@ -104,9 +104,9 @@ def draw_by_category(path: Path | str, chart: dict[str, Any], caveat: str = "") 
         colour = COLOURS[j % len(COLOURS)]
         for k, value in enumerate(s["values"]):
             a, b = x(k - 0.4 + j * bar_w), x(k - 0.4 + (j + 1) * bar_w)
-            bars.append((a, b, (value or 0.0) + s["err_high"][k]))
+            bars.append((a, b, (value or 0.0) + s["err_high"][k] if value == value else 0.0))
             centre = (a + b) / 2
-            if value is None:
+            if value is None or value != value:  # n/a (NaN too)
                 draw.text((centre, y(0.01 * end) - 2), "n/a", fill="black", font=small, anchor="mb")
                 continue
             if value == 0:
