@@ -4,11 +4,11 @@ In coco-caption the document frequency of an n-gram is the number of *evaluated*
 whose references contain it, and ``ref_len = log(N_evaluated)``: a group scored on its own
 (as the field's per-category tables are) gets the group's own IDF. pycocoevalcap rebuilds
 every n-gram dictionary for every run, and rebuilds each reference's tf-idf vector for every
-image; here the n-grams are counted once per caption and laid out, per order, as padded
-arrays (one row per caption, columns in pycocoevalcap's n-gram insertion order), with each
-hypothesis n-gram's column in each of its references found once. A group is then a handful
-of array operations over its rows: its document frequencies, the tf-idf weights, norms and
-clipped dot products.
+image; here the n-grams are counted once per distinct sentence and laid out, per order, as
+padded arrays (:mod:`.ngrams`, shared with BLEU: one row per sentence, columns in
+pycocoevalcap's n-gram insertion order), with each hypothesis n-gram's column in each of its
+references found once. A group is then a handful of array operations over its rows: its
+document frequencies, the tf-idf weights, norms and clipped dot products.
 
 The arithmetic is pycocoevalcap's, operation for operation and in the same order
 (``float(tf) * (ref_len - log(max(1, df)))``; squared norms accumulated column by column,

@@ -133,17 +133,20 @@ class NgramLayouts:
                                  t[self.hyp_sid[self.ref_pair[c]], :width]) for c in chunks(len(self.ref_pair))]
             self.columns.append(np.concatenate(parts) if parts else np.zeros((0, width), np.uint8))
 
-    def matches(self, pairs: slice) -> np.ndarray:
-        """Per pair of ``pairs`` and order, BLEU's clipped count: each hypothesis n-gram's term
-        frequency, at most its highest in any one reference (``cook_test``'s ``correct``)."""
-        idx = np.arange(len(self.n_refs))[pairs]
-        rows = ranges(self.ref_start[idx], self.n_refs[idx])
-        firsts = np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]])
-        out = np.zeros((len(idx), N), dtype=np.int64)
+    def matches(self) -> np.ndarray:
+        """Per pair and order, BLEU's clipped count: each hypothesis n-gram's term frequency, at
+        most its highest in any one reference (``cook_test``'s ``correct``); pairs in chunks."""
+        out = np.zeros((len(self.n_refs), N), dtype=np.int64)
         for n, ((_, t), width, columns) in enumerate(zip(self.layout, self.hyp_width, self.columns)):
-            held = np.pad(t, ((0, 0), (0, 1)))[self.ref_sid[rows][:, None], columns[rows]]  # 0 where absent
-            most = np.maximum.reduceat(held, firsts, axis=0) if len(rows) else held[:0]
-            out[:, n] = np.minimum(t[self.hyp_sid[idx], :width], most).sum(axis=1)
+            held_at = np.pad(t, ((0, 0), (0, 1)))  # the last column: 0, where a reference lacks the n-gram
+            for part in chunks(len(self.n_refs)):
+                idx = np.arange(len(self.n_refs))[part]
+                rows = ranges(self.ref_start[idx], self.n_refs[idx])
+                if not len(rows):
+                    continue
+                held = held_at[self.ref_sid[rows][:, None], columns[rows]]
+                most = np.maximum.reduceat(held, np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]]), axis=0)
+                out[idx, n] = np.minimum(t[self.hyp_sid[idx], :width], most).sum(axis=1)
         return out
 
 
