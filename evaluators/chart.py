@@ -54,7 +54,7 @@ def _label(value: float) -> str:
 
 def _text_size(draw, text: str, font) -> tuple[int, int]:
     left, top, right, bottom = draw.multiline_textbbox((0, 0), text, font=font, align="center")
-    return right - left, bottom - top
+    return math.ceil(right - left), math.ceil(bottom - top)  # whole pixels (Pillow 10.0 gives floats)
 
 
 def draw_by_category(path: Path | str, chart: dict[str, Any], caveat: str = "") -> Path:
