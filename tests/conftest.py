@@ -98,11 +98,21 @@ def shared() -> Path:
     return SHARED
 
 
-def ranks_stderr(text: str, keep: int = 1500) -> str:
-    """A ``torchrun`` command's stderr for a failure message: its start, where a rank that exits
-    first writes its one-line error, and its end, the launcher's report (between them, the other
-    ranks' tracebacks, which only say that a peer went away)."""
-    return text if len(text) <= 2 * keep else f"{text[:keep]}\n[...]\n{text[-keep:]}"
+def ranks_stderr(text: str, keep: int = 1500, lines: int = 25) -> str:
+    """A ``torchrun`` command's stderr for a failure message: the last ``lines`` lines each rank
+    wrote (torchrun prefixes them ``[rankN]:``: each rank's own error, whichever failed first),
+    then the start and the end of the rest (a rank's one-line error, the launcher's report)."""
+    import re
+
+    by_rank: dict[str, list[str]] = {}
+    rest = []
+    for line in text.splitlines():
+        m = re.match(r"\[(rank\d+)\]:", line)
+        (by_rank.setdefault(m.group(1), []) if m else rest).append(line)
+    shown = [f"--- last lines of {rank} ---\n" + "\n".join(got[-lines:]) for rank, got in sorted(by_rank.items())]
+    other = "\n".join(rest)
+    other = other if len(other) <= 2 * keep else f"{other[:keep]}\n[...]\n{other[-keep:]}"
+    return "\n".join([*shown, other])
 
 
 def kill_mid_run(script: str, args: list, out: Path, new_parts: int, jitter: float, rng) -> None:

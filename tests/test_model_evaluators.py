@@ -187,6 +187,37 @@ def test_another_model_into_the_same_out_is_refused_naming_the_difference(models
     assert eval_main([*base, "--adapter", str(models / "lora_new")]) == 0  # same settings: nothing to do
 
 
+#: imported by every rank of the command below (sitecustomize): rank 1 reads the finished parts
+#: late, as a loaded machine makes it, after rank 0 could have finalised (moved) them
+SLOW_RANK = """
+import os, time
+if os.environ.get("RANK") == "1":
+    import idc_toolkit.runs.engine as engine
+    calls, missing = [], engine._missing
+    def late(folder, parts):
+        calls.append(1)
+        if len(calls) == 2:  # the second look: whether the run is complete
+            time.sleep(3)
+        return missing(folder, parts)
+    engine._missing = late
+"""
+
+
+def test_a_rank_slow_to_check_the_parts_still_finds_them(models, demo_dataset, tmp_path):
+    """Every rank reads the parts before rank 0 finalises them: a slow rank 1 no longer finds the
+    parts gone and refuses "part(s) missing" (the README's torchrun command on a loaded machine)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_RANK)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "idc_toolkit.cli.eval",
+           "--model", "blip2idc", "--base-model", str(models / "blip2"), "--dataset", str(demo_dataset), "--device", "cpu",
+           "--batch-size", "2", "--predict-only", "--no-progress", "--out", str(tmp_path / "multi")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, ranks_stderr(proc.stderr)
+    assert len((tmp_path / "multi" / "predictions.jsonl").read_text().splitlines()) == 10
+
+
 def test_torchrun_ranks_write_and_score_what_one_process_does(models, tiny_models, demo_dataset, tmp_path):
     """The README's ``torchrun ... idc-eval --model`` with scoring: rank 0 scores alone after every
     rank generated (its evaluation folder takes no barrier the other ranks would have to meet);

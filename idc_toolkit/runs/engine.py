@@ -208,6 +208,8 @@ def run_job(folder: RunFolder, sources: dict[str, RowSource], task: RowTask, *, 
         if lock is not None:
             lock.release()
     complete = not _missing(folder, every)
+    if world > 1 and engine.engine != "ray":
+        barrier()  # every rank has read the parts before rank 0's finalise moves them (else a slow rank saw them missing)
     return JobOutcome(len(every), len(mine), written, complete, is_main=rank == 0)
 
 
