@@ -1,7 +1,8 @@
 """``by_category.png``: bars per group and metric, drawn from plain data with Pillow.
 
-Hand-drawn rather than with matplotlib: matplotlib's import alone is ~0.4 CPU-seconds, a sixth
-of a fresh ``idc-eval`` on 8,000 pairs (benchmarks/eval_speed.py), for eight rectangles a group.
+Hand-drawn rather than with matplotlib: matplotlib's import alone is ~0.4 CPU-seconds, more than
+tokenizing and BLEU, ROUGE-L and CIDEr-D take together on 8,000 pairs (benchmarks/eval_speed.py),
+for a few rectangles a group.
 The look follows matplotlib's defaults (tab10 colours, DejaVu Sans, a boxed axis, a legend).
 """
 
