@@ -27,8 +27,8 @@ BLOCK = 500
 #: segments still unassigned from which the caller aligns blocks itself, where a core is free
 #: (it loads its own tables first, ~0.2 s: as long as aligning ~2,000 segments)
 ASSIST_FROM = 1000
-#: the most aligner processes one scoring starts
-MOST_PROCESSES = 8
+#: the most aligner processes one scoring starts (each holds its own tables, ~150 MiB)
+MOST_PROCESSES = 4
 
 
 def usable_cores() -> int:
