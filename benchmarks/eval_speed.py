@@ -15,8 +15,9 @@ prints, in one run:
       user types (interpreter start, imports, cold tokenizer and METEOR caches) with the Python
       scorer (the default: no JVM) and (g') with ``--scorer java`` (pycocoevalcap's jars), run as
       ``--fresh-repeats`` alternating triples with their median ratios;
-  the largest absolute difference between (b) and (c) over every group and metric, and this
-  process's peak resident memory. ``--ours-only`` skips every naive run (for ``--pairs 80000``).
+  the largest absolute difference between (b) and (c) over every group and metric, this
+  process's peak resident memory, and each (g)'s, alone and with its helper processes (sampled
+  from /proc by this process). ``--ours-only`` skips every naive run (for ``--pairs 80000``).
   METEOR's JVMs (``--scorer java``): ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
 ``--levir-no-change``: the no-change half shaped as LEVIR-CC's is (every no-change pair has the
