@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import queue
 import subprocess
 import threading
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..errors import EvaluationError
 from .base import Metric
