@@ -113,7 +113,7 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
 
     from idc_toolkit.escape import csv_text
     from idc_toolkit.metrics.mc_accuracy import PAIR_COLUMNS
-    from idc_toolkit.runs.folder import open_atomic
+    from idc_toolkit.files import open_atomic
 
     metrics = [m for m in result.metrics if m in result.per_pair]
     # the groups a pair was scored in beyond its category (IoU groups, --groups, --group-by), ";"-joined

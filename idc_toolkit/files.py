@@ -5,8 +5,11 @@ with it, and file names made from ids that stay inside their folder. (The local 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import IO, Any, Callable, Iterator, Optional
 
 
 def read_text(path: Path | str, error: Callable[[str], Exception], what: str = "file") -> str:
@@ -101,3 +104,18 @@ def inside(folder: Path | str, name: str) -> Path:
     if target != root and root not in target.parents:
         raise ValueError(f"{name!r} would be written outside {folder}")
     return target
+
+
+@contextlib.contextmanager
+def open_atomic(path: Path, mode: str = "w") -> Iterator[IO]:
+    """A file written beside ``path`` (``mode`` "w": UTF-8 text, line ends as written; "wb":
+    bytes) and renamed over it when the block ends: a reader sees the old file or the new one,
+    never a torn one; a failure removes the file this call wrote, nothing else."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # this thread's own
+    try:
+        with (tmp.open(mode) if "b" in mode else tmp.open(mode, encoding="utf-8", newline="")) as fh:
+            yield fh
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -477,7 +477,7 @@ def test_hostile_category_names_stay_data_in_every_table(tmp_path):
 
 
 def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path):
-    from idc_toolkit.runs.folder import open_atomic
+    from idc_toolkit.files import open_atomic
 
     target = tmp_path / "per_pair.csv"
     target.write_text("old\n")

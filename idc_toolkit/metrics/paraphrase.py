@@ -38,10 +38,11 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from ..files import open_atomic
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 #: the index's layout; bumped when :func:`build_index` writes another one
@@ -186,19 +187,6 @@ def _read_or_build() -> Optional[TableIndex]:
     return index
 
 
-def _write_atomically(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
-    """``write(fh)`` into a temporary file beside ``path``, then renamed over it: a reader sees no
-    file or a whole one; on failure this call's temporary file is removed, nothing else."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, mode) as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def derived_arrays(name: str, build: Callable[[TableIndex], dict[str, np.ndarray]]) -> Optional[dict[str, np.ndarray]]:
     """Arrays computed from the index once per machine and kept beside it, memory-mapped
     (METEOR's search order of the first phrases); ``None`` where the index is not cached."""
@@ -216,8 +204,10 @@ def derived_arrays(name: str, build: Callable[[TableIndex], dict[str, np.ndarray
     arrays = build(index)
     try:
         for key, array in arrays.items():
-            _write_atomically(folder / f"{name}.{key}.npy", lambda fh, a=array: np.save(fh, a))
-        _write_atomically(folder / f"{name}.json", lambda fh: json.dump(sorted(arrays), fh), "w")  # last: marks them complete
+            with open_atomic(folder / f"{name}.{key}.npy", "wb") as fh:
+                np.save(fh, array)
+        with open_atomic(folder / f"{name}.json") as fh:  # last: marks them complete
+            json.dump(sorted(arrays), fh)
     except OSError:
         pass  # a full or read-only cache: this process keeps what it computed
     return arrays

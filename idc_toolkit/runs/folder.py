@@ -27,14 +27,14 @@ staging folder (:mod:`idc_toolkit.stores`), and the finished folder is published
 from __future__ import annotations
 
 import json
-import contextlib
 import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, TextIO
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
+from ..files import open_atomic
 from ..options import masked
 from ..stores import output_folder, store_of
 from .fingerprint import canonical, digest
@@ -47,22 +47,8 @@ from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 RUN_FILE = "run.json"
 
 
-@contextlib.contextmanager
-def open_atomic(path: Path) -> Iterator[TextIO]:
-    """A text file written beside ``path`` and renamed over it when the block ends: a kill leaves
-    the old file or the new one, never a torn one; a failure removes the file it wrote."""
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:  # CSV text keeps its own line ends
-            yield fh
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` beside ``path`` and rename it over (:func:`open_atomic`)."""
+    """Write ``text`` beside ``path`` and rename it over (:func:`~idc_toolkit.files.open_atomic`)."""
     with open_atomic(path) as fh:
         fh.write(text)
 
