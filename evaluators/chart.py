@@ -137,6 +137,6 @@ def draw_by_category(path: Path | str, chart: dict[str, Any], caveat: str = "") 
             row = y0 + 4 + j * row_h
             draw.rectangle([x0 + 6, row + 2, x0 + 26, row + row_h - 6], fill=COLOURS[j % len(COLOURS)])
             draw.text((x0 + 32, row + (row_h - 4) / 2), metric, fill="black", font=tick, anchor="lm")
-    image.save(path, format="PNG", compress_level=1)  # a few flat colours: level 1 is a tenth of the time, ~the size
+    image.save(path, format="PNG")
     return Path(path)
 

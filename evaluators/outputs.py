@@ -126,7 +126,7 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     judge = result.cache.metrics.get("JUDGE")
     notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
     choice = result.cache.metrics.get("MC")  # the letter read from each answer, the correct one, the outcome
-    scores = [[_value(v) for v in np.asarray(result.per_pair[m]).tolist()] for m in metrics]  # Python floats: quicker
+    scores = [[_value(v) for v in np.asarray(result.per_pair[m]).tolist()] for m in metrics]  # as Python floats: numpy scalars format slowly
     with open_atomic(path) as fh:  # row by row to the file: no copy of the whole table in memory
         w = csv.writer(fh)
         w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups",

@@ -171,14 +171,14 @@ def _fresh(folder: Path) -> Path:
     if partial.exists():
         if not (partial / PARTIAL_MARK).is_file():
             raise IDCError(f"{partial}: exists and was not written by idc-demo; move it away and run again")
-        shutil.rmtree(partial)
+        shutil.rmtree(partial)  # an earlier demo's: it holds the mark only the demo writes
     partial.mkdir(parents=True)
     (partial / PARTIAL_MARK).touch()
     return partial
 
 
 def _finish(partial: Path, folder: Path) -> None:
-    (partial / PARTIAL_MARK).unlink()
+    (partial / PARTIAL_MARK).unlink()  # the mark _fresh wrote, nothing else
     partial.rename(folder)
 
 

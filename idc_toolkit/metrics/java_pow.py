@@ -88,7 +88,7 @@ _FRAC = 192
 
 def _ln_fixed(num: int, den: int) -> int:
     """ln(num / den) x 2^_FRAC for num / den in [1, 2]: 2 atanh((x - 1) / (x + 1)), in integers
-    (a tenth of the time Decimal takes at 60 digits; tests/test_java_pow.py pins every bit)."""
+    (60-digit Decimal was most of this module's import; tests/test_java_pow.py pins every bit)."""
     z = ((num - den) << _FRAC) // (num + den)
     z2 = (z * z) >> _FRAC
     total, term, k = 0, z, 1

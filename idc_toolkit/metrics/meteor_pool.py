@@ -20,14 +20,14 @@ from typing import Callable, Optional, Sequence
 from ..errors import EvaluationError
 
 #: segments from which the aligner runs in child processes (a smaller job does not pay back a
-#: process's start), and segments per process beyond the first (each loads its own tables: ~0.3 s of a core)
+#: process's start), and segments per process beyond the first (each loads its own tables)
 CHILD_FROM = 2000
 #: segments per block: small enough that the processes finish together
 BLOCK = 500
 #: segments still unassigned from which the caller aligns blocks itself, where a core is free
-#: (it loads its own tables first, ~0.2 s: as long as aligning ~2,000 segments)
+#: (it loads its own tables first: fewer segments do not pay them back)
 ASSIST_FROM = 1000
-#: the most aligner processes one scoring starts (each holds its own tables, ~150 MiB)
+#: the most aligner processes one scoring starts (each holds its own tables in memory)
 MOST_PROCESSES = 4
 
 
