@@ -30,8 +30,9 @@ class BleuCache:
         testlen = L.words[L.hyp_sid]
         reflen = L.words[L.ref_sid]
         # ``_single_reflen(option="closest")``: the reference length nearest the hypothesis's, the shorter on a tie
-        key = np.abs(reflen - testlen[L.ref_pair]) * (int(reflen.max(initial=0)) + 1) + reflen
-        closest = np.minimum.reduceat(key, L.ref_start[:-1]) % (int(reflen.max(initial=0)) + 1) if len(key) else key
+        span = int(reflen.max(initial=0)) + 1  # (distance, length) as one integer: distance * span + length
+        key = np.abs(reflen - testlen[L.ref_pair]) * span + reflen
+        closest = np.minimum.reduceat(key, L.ref_start[:-1]) % span if len(key) else key
         guess = np.maximum(0, testlen[:, None] - np.arange(4))
         correct = L.matches()
         self.stats = np.column_stack([testlen, closest, guess, correct]).astype(np.int64).reshape(len(testlen), 10)

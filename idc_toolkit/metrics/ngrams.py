@@ -126,7 +126,8 @@ class NgramLayouts:
         self.words = np.array(words, dtype=np.int64)  # BLEU's
         self.layout = order_layouts(self.cooked, pad_gid=self.vocab)
         # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
-        self.hyp_width = [int((tf[np.unique(self.hyp_sid)] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
+        hyps = np.unique(self.hyp_sid)
+        self.hyp_width = [int((tf[hyps] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
         self.columns = []
         for (g, t), width in zip(self.layout, self.hyp_width):
             parts = [_columns_in(g[self.ref_sid[c]], t[self.ref_sid[c]], g[self.hyp_sid[self.ref_pair[c]], :width],
