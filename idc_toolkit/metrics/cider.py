@@ -40,6 +40,22 @@ def _sequential_sum(values: np.ndarray) -> np.ndarray:
     return total
 
 
+def _documents(L: NgramLayouts) -> tuple[np.ndarray, np.ndarray]:
+    """One document per pair, as CSR rows (ids, lengths): the distinct n-gram ids of all its
+    references (any order: they are counted, never summed as floats); made by pairs in chunks."""
+    ids, lengths = [], np.zeros(len(L.n_refs), dtype=np.int64)
+    stride = L.vocab + 1
+    for part in chunks(len(L.n_refs)):
+        idx = np.arange(len(L.n_refs))[part]
+        rows = ranges(L.ref_start[idx], L.n_refs[idx])
+        pair = np.repeat(np.arange(len(idx)), L.n_refs[idx])[:, None]
+        keys = np.concatenate([(pair * stride + g[L.ref_sid[rows]])[t[L.ref_sid[rows]] > 0] for g, t in L.layout])
+        keys = np.unique(keys)
+        ids.append((keys % stride).astype(np.int32 if L.vocab < 1 << 31 else np.int64))
+        lengths[idx] = np.bincount(keys // stride, minlength=len(idx))
+    return (np.concatenate(ids) if ids else np.zeros(0, np.int32)), lengths
+
+
 class CiderCache:
     """CIDEr-D over the n-gram layouts of the pairs (:mod:`.ngrams`); :meth:`score` any subset of pairs.
 
@@ -51,24 +67,14 @@ class CiderCache:
                  layouts: Optional[NgramLayouts] = None):
         self.ngrams = L = layouts or NgramLayouts(hypotheses, references)
         self.n_refs, self.ref_start, self.vocab = L.n_refs, L.ref_start, L.vocab
-        # one document per pair: the n-gram ids appearing in any of its references (CSR rows)
-        ids_of = [[g for _, g, _ in c] for c in L.cooked]
-        docs: dict[tuple[int, ...], list[int]] = {}
-        flat: list[int] = []
-        self.doc_len = np.zeros(len(L.n_refs), dtype=np.int64)
-        for p in range(len(L.n_refs)):
-            key = tuple(L.ref_sid[L.ref_start[p]:L.ref_start[p + 1]].tolist())
-            doc = docs.get(key)
-            if doc is None:
-                doc = docs[key] = list(set().union(*(ids_of[k] for k in key)))
-            flat.extend(doc)
-            self.doc_len[p] = len(doc)
-        self.doc_ids = np.array(flat, dtype=np.int32 if self.vocab < 1 << 31 else np.int64)
+        self.doc_ids, self.doc_len = _documents(L)
+        self.doc_start = np.concatenate([[0], np.cumsum(self.doc_len)])
         penalty_scale = 2 * SIGMA**2
         delta = L.length[L.hyp_sid[L.ref_pair]] - L.length[L.ref_sid]
         # pycocoevalcap's Python-float expression, per (pair, reference): it does not depend on the group
-        penalties = {d: np.e ** (-(float(d) ** 2) / penalty_scale) for d in np.unique(delta).tolist()}
-        self.penalty = np.array([penalties[d] for d in delta.tolist()], dtype=np.float64)
+        distinct, at = np.unique(delta, return_inverse=True)
+        self.penalty = np.array([np.e ** (-(float(d) ** 2) / penalty_scale) for d in distinct.tolist()],
+                                dtype=np.float64)[at.reshape(-1)]
 
     def score(self, indices: Sequence[int]) -> tuple[float, np.ndarray]:
         """Corpus CIDEr-D and per-pair scores of the pairs ``indices``, with their own IDF (a pair
@@ -77,7 +83,12 @@ class CiderCache:
         if not idx.size:
             return 0.0, np.zeros(0)
         times = np.bincount(idx, minlength=len(self.n_refs))
-        df = np.bincount(self.doc_ids, weights=np.repeat(times, self.doc_len).astype(np.float64), minlength=self.vocab)
+        df = np.zeros(self.vocab)
+        for part in chunks(len(self.n_refs)):  # integer counts: exact in any order, and a chunk's temporaries only
+            if times[part].any():
+                ids = self.doc_ids[self.doc_start[part.start]:self.doc_start[part.stop]]
+                df += np.bincount(ids, weights=np.repeat(times[part], self.doc_len[part]).astype(np.float64),
+                                  minlength=self.vocab)
         ref_len = np.log(float(len(idx)))
         w = np.append(ref_len - np.log(np.maximum(1.0, df)), 0.0)  # the last weight is the padding's
         # each pair's arithmetic is its own: chunks of pairs bound the temporaries, not the answers

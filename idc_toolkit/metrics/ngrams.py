@@ -102,7 +102,7 @@ class NgramLayouts:
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         intern: dict[tuple[str, ...], int] = {}
         sid: dict[str, int] = {}  # each distinct sentence's row in the layouts
-        self.cooked: list[list[tuple[int, int, int]]] = []
+        cooked: list[list[tuple[int, int, int]]] = []  # Python tuples: dropped once laid out
         lengths: list[int] = []
         words: list[int] = []
 
@@ -110,8 +110,8 @@ class NgramLayouts:
             k = sid.get(sentence)
             if k is None:
                 c, length = precook(sentence, intern)
-                k = sid[sentence] = len(self.cooked)
-                self.cooked.append(c)
+                k = sid[sentence] = len(cooked)
+                cooked.append(c)
                 lengths.append(length)
                 words.append(len(sentence.split()))
             return k
@@ -124,7 +124,9 @@ class NgramLayouts:
         self.vocab = len(intern)
         self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
         self.words = np.array(words, dtype=np.int64)  # BLEU's
-        self.layout = order_layouts(self.cooked, pad_gid=self.vocab)
+        self.layout = order_layouts(cooked, pad_gid=self.vocab)
+        for made in (cooked, sid, intern):
+            made.clear()
         # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
         hyps = np.unique(self.hyp_sid)
         self.hyp_width = [int((tf[hyps] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
