@@ -640,9 +640,15 @@ def _simple(line: str) -> Optional[str]:
     return " ".join(words) if _SPLIT_WORDS.isdisjoint(words) else None
 
 
-def _raw_lines(text: str) -> tuple:
+#: distinct simple lines remembered at a time: repeated captions hit it, a corpus of distinct
+#: ones does not grow it without bound
+KNOWN_LINES = 1 << 15
+
+
+def _raw_lines(text: str, simple_text: bool = True) -> tuple:
     """The jar's output lines for ``text``, each as the tokens before lower-casing or, for a simple
-    line, as the line itself, with its filtered tokens beside it (``None`` for the others)."""
+    line, as the line itself (``None`` without ``simple_text``), with its filtered tokens beside it
+    (``None`` for the others)."""
     n = len(text)
     out: list = []
     simple: list = []
@@ -660,9 +666,11 @@ def _raw_lines(text: str) -> tuple:
             if line in known:
                 done = known[line]
             else:
+                if len(known) >= KNOWN_LINES:
+                    known.clear()
                 done = known[line] = _simple(line)
             if done is not None:
-                out.append(line)
+                out.append(line if simple_text else None)
                 simple.append(done)
                 if end == n:
                     return out, simple
@@ -699,7 +707,7 @@ def tokenize_lines(lines: Sequence[str]) -> list[str]:
     ``tokenizer._run_tokenizer`` returns for the same lines (one file; a line's end is read in
     the light of the next line's start). Lines should hold no line separator (see :mod:`.text`)."""
     text = "\n".join(lines)
-    raw, simple = _raw_lines(text)
+    raw, simple = _raw_lines(text, simple_text=False)
     if any(done is None and "\n" in line for line, done in zip(raw, simple)):
         # a token holding a newline moves the later lines, as in the jar's output
         return [_filter(line) for line in jar_output(text).split("\n")[:len(lines)]]

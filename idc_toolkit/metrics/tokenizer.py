@@ -95,7 +95,7 @@ def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0)
         if todo and implementation == PYTHON:
             from .ptb import tokenize_files
 
-            for k, tokens in zip(todo, tokenize_files([texts[k].split("\n") for k in todo])):
+            for k, tokens in zip(todo, tokenize_files([blocks[k] for k in todo])):
                 out[k] = tokens
         elif todo:
             for k in todo:
