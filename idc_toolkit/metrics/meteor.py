@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import queue
 import subprocess
 import threading
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..errors import EvaluationError
 from .base import Metric
@@ -341,7 +342,7 @@ def meteor_workers() -> int:
 
 
 def statistics_cache(implementation: str) -> TextCache:
-    """METEOR's per-segment statistics keyed by the exact ``SCORE`` line, so a second protocol,
+    """METEOR's per-segment statistics keyed by the exact ``SCORE`` line (its SHA-256), so a second protocol,
     ``compare`` or a rerun does not align a segment twice (a segment's statistics depend only on
     its line and the jar). ``IDC_METEOR_CACHE=0`` turns it off; ``IDC_METEOR_CACHE=PATH`` moves it.
     Each implementation keeps its own entries: ``--scorer java`` asks the jar, never the Python's answers."""
@@ -430,72 +431,87 @@ class Meteor(Metric):
             from .implementation import current
 
             self.implementation = current()
-        lines = [score_line(h, r) for h, r in zip(hypotheses, references)]
+        import numpy as np
+
         # a segment's statistics depend on its SCORE line alone, so a repeated line is aligned
         # once: LEVIR-CC's ~1,000 no-change test pairs share their five references, and a model
         # answers most of them with the same sentence
-        first: dict[str, int] = {}
-        for i, line in enumerate(lines):
-            first.setdefault(line, i)
-        unique = list(first)
+        slot: dict[bytes, int] = {}  # a line's digest: a scoring holds 32 bytes a line, not the line
+        self._which = np.fromiter((slot.setdefault(hashlib.sha256(score_line(h, r).encode()).digest(), len(slot))
+                                   for h, r in zip(hypotheses, references)), dtype=np.int64, count=len(hypotheses))
+        self._unique = list(slot)
+        del slot
         with statistics_cache(self.implementation) as cache:
-            self._known = {unique[k]: s for k, s in cache.get(unique).items()}
-        self._lines = lines
-        self._todo = [i for line, i in first.items() if line not in self._known]
+            self._stats_of: dict[int, str] = cache.get(self._keys(range(len(self._unique))))
+        self._cached = list(self._stats_of)
+        self._table: Optional[np.ndarray] = None  # each distinct line's statistics, parsed block by block
+        first = np.full(len(self._unique), len(self._which), dtype=np.int64)
+        np.minimum.at(first, self._which, np.arange(len(self._which)))
+        todo = [u for u in range(len(self._unique)) if u not in self._stats_of]
+        self._todo_lines, self._todo = todo, first[todo].tolist()  # the distinct lines to align, and a pair holding each
         if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
         elif processes_for(len(self._todo)):
             if getattr(self, "_child", None) is None:
                 self._child = AlignerPool(processes_for(len(self._todo)))
-            self._rows: dict[str, Any] = {}
             self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo],
                                on_block=self._keep_block)
         elif getattr(self, "_child", None) is not None:
             self._child.cancel()
             self._child = None
 
+    def _keys(self, slots: Sequence[int]) -> list[str]:
+        """The statistics cache's keys of these distinct lines: their digests."""
+        return [self._unique[u].hex() for u in slots]
+
+    def _parse(self, slots: Sequence[int], stats: Sequence[str]) -> None:
+        """Statistics lines into their distinct lines' rows of the table (made at the first)."""
+        import numpy as np
+
+        for k in range(0, len(stats), 4096):  # a block of small strings at a time
+            rows = np.array([line.split() for line in stats[k:k + 4096]], dtype=float)
+            if self._table is None:
+                self._table = np.zeros((len(self._unique), rows.shape[1]))
+            self._table[np.asarray(slots[k:k + 4096], dtype=np.int64)] = rows
+
     def _keep_block(self, first: int, stats: list[str]) -> None:
         """A block of the child's answers, as it arrives: into the statistics cache and parsed, while
         the other metrics still compute (not after the last block)."""
-        import numpy as np
-
-        keys = [self._lines[i] for i in self._todo[first:first + len(stats)]]
+        slots = self._todo_lines[first:first + len(stats)]
         with statistics_cache(self.implementation) as cache:
-            cache.put(keys, stats)
-        rows = np.array([s.split() for s in stats], dtype=float)
-        self._rows.update(zip(keys, rows))
+            cache.put(self._keys(slots), stats)
+        self._stats_of.update(zip(slots, stats))
+        self._parse(slots, stats)
 
     def compute(self, hypotheses, references) -> None:
         import numpy as np
 
-        if not hasattr(self, "_lines"):
+        if not hasattr(self, "_which"):
             self.prepare(hypotheses, references)
-        lines, todo, by_line = self._lines, self._todo, self._known
+        todo, slots = self._todo, self._todo_lines
         hyps, refs = [hypotheses[i] for i in todo], [references[i] for i in todo]
         if not todo:
-            fresh = []
+            fresh = None
         elif self.implementation == JAVA:
             fresh = parallel_statistics(self.workers, hyps, refs)
         elif getattr(self, "_child", None) is not None:
-            fresh, self._child = self._child.result(), None  # cached and parsed block by block (_keep_block)
+            self._child.result()  # cached and parsed block by block (_keep_block)
+            self._child, fresh = None, None
         else:
             from .meteor_align import statistics
 
             fresh = statistics(hyps, refs)
-        rows = getattr(self, "_rows", None)
-        if rows is None:
+        if fresh is not None:
             with statistics_cache(self.implementation) as cache:
-                cache.put([lines[i] for i in todo], fresh)
-            rows = {}
-        by_line.update((lines[i], s) for i, s in zip(todo, fresh))
-        self.lines = [by_line[line] for line in lines]
-        for line in lines:
-            if line not in rows:
-                rows[line] = np.array(by_line[line].split(), dtype=float)
-        self.stats = np.array([rows[line] for line in lines]) if lines else np.array([])
-        del self._lines, self._todo, self._known
-        self._rows = None
+                cache.put(self._keys(slots), fresh)
+            self._stats_of.update(zip(slots, fresh))
+            self._parse(slots, fresh)
+        self._parse(self._cached, [self._stats_of[u] for u in self._cached])
+        strings = [self._stats_of[u] for u in range(len(self._unique))]
+        self.lines = [strings[u] for u in self._which.tolist()]
+        self.stats = self._table[self._which] if len(self._which) else np.array([])
+        del self._which, self._unique, self._stats_of, self._table, self._todo, self._todo_lines, self._cached
 
     def assist(self) -> None:
         child = getattr(self, "_child", None)
