@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .base import Metric
-from .ngrams import N, NgramLayouts, chunks, ranges, shared_layouts
+from .ngrams import N, NgramLayouts, chunks, ranges, shared_layouts, sorted_distinct
 
 SIGMA = 6.0
 
@@ -50,7 +50,7 @@ def _documents(L: NgramLayouts) -> tuple[np.ndarray, np.ndarray]:
         rows = ranges(L.ref_start[idx], L.n_refs[idx])
         pair = np.repeat(np.arange(len(idx)), L.n_refs[idx])[:, None]
         keys = np.concatenate([(pair * stride + g[L.ref_sid[rows]])[t[L.ref_sid[rows]] > 0] for g, t in L.layout])
-        keys = np.unique(keys)
+        keys = sorted_distinct(keys)
         # the narrowest type np.bincount takes: a quarter of int64's memory, or less
         ids.append((keys % stride).astype(np.min_scalar_type(max(L.vocab - 1, 0)) if L.vocab < 1 << 31 else np.int64))
         lengths[idx] = np.bincount(keys // stride, minlength=len(idx))

@@ -36,6 +36,7 @@ import numpy as np
 
 from . import meteor_resources as res
 from .meteor_normalize import as_utf16, java_hash, java_trim, meteor_words, vouched
+from .ngrams import sorted_distinct
 
 #: ``Constants.DEFAULT_BEAM_SIZE``, which ``-l en`` keeps
 BEAM_SIZE = 40
@@ -217,7 +218,7 @@ class _PhraseTable:
             ok = ok[:n] & valid[length - 1:]
             h = h[:n] * _HASH_MUL + tokens[length - 1:].astype(np.uint64) + np.uint64(1)
             grams.append((h, ok, length))
-        present = np.unique(np.concatenate([g[0][g[1]] for g in grams])) if grams else np.zeros(0, np.uint64)
+        present = sorted_distinct(np.concatenate([g[0][g[1]] for g in grams])) if grams else np.zeros(0, np.uint64)
         lo = np.searchsorted(self.sorted_first, present, "left")
         hi = np.searchsorted(self.sorted_first, present, "right")
         counts = hi - lo
