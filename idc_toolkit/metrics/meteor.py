@@ -469,15 +469,17 @@ class Meteor(Metric):
         """Statistics lines into their distinct lines' rows of the table (made at the first)."""
         import numpy as np
 
-        for k in range(0, len(stats), 4096):  # a block of small strings at a time
-            rows = np.array([line.split() for line in stats[k:k + 4096]], dtype=float)
+        step = 4096  # lines split at a time: their small strings are freed block by block
+        for k in range(0, len(stats), step):
+            rows = np.array([line.split() for line in stats[k:k + step]], dtype=float)
             if self._table is None:
                 self._table = np.zeros((len(self._unique), rows.shape[1]))
-            self._table[np.asarray(slots[k:k + 4096], dtype=np.int64)] = rows
+            self._table[np.asarray(slots[k:k + step], dtype=np.int64)] = rows
 
     def _keep_block(self, first: int, stats: list[str]) -> None:
-        """A block of the child's answers, as it arrives: into the statistics cache and parsed, while
-        the other metrics still compute (not after the last block)."""
+        """Aligned statistics of the distinct lines to align from ``first`` on: into the statistics
+        cache and parsed. The child's blocks come here as they arrive, while the other metrics still
+        compute (not after the last block)."""
         slots = self._todo_lines[first:first + len(stats)]
         with statistics_cache(self.implementation) as cache:
             cache.put(self._keys(slots), stats)
@@ -489,7 +491,7 @@ class Meteor(Metric):
 
         if not hasattr(self, "_which"):
             self.prepare(hypotheses, references)
-        todo, slots = self._todo, self._todo_lines
+        todo = self._todo
         hyps, refs = [hypotheses[i] for i in todo], [references[i] for i in todo]
         if not todo:
             fresh = None
@@ -503,10 +505,7 @@ class Meteor(Metric):
 
             fresh = statistics(hyps, refs)
         if fresh is not None:
-            with statistics_cache(self.implementation) as cache:
-                cache.put(self._keys(slots), fresh)
-            self._stats_of.update(zip(slots, fresh))
-            self._parse(slots, fresh)
+            self._keep_block(0, fresh)
         self._parse(self._cached, [self._stats_of[u] for u in self._cached])
         strings = [self._stats_of[u] for u in range(len(self._unique))]
         self.lines = [strings[u] for u in self._which.tolist()]
