@@ -77,7 +77,7 @@ class Bleu(Metric):
     paper_columns = {"Bleu_4": "B4"}
 
     def compute(self, hypotheses, references) -> None:
-        self.cache = BleuCache(hypotheses, references, shared_layouts(getattr(self, "shared", None), hypotheses, references))
+        self.cache = BleuCache(hypotheses, references, shared_layouts(self.shared, hypotheses, references))
 
     def group(self, idx):
         bleu, _ = self.cache.score(idx)

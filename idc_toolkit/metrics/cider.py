@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .base import Metric
-from .ngrams import N, NgramLayouts, chunks, ranges, shared_layouts, sorted_distinct
+from .ngrams import N, NgramLayouts, chunks, shared_layouts, sorted_distinct
 
 SIGMA = 6.0
 
@@ -46,8 +46,8 @@ def _documents(L: NgramLayouts) -> tuple[np.ndarray, np.ndarray]:
     ids, lengths = [], np.zeros(len(L.n_refs), dtype=np.int64)
     stride = L.vocab + 1
     for part in chunks(len(L.n_refs)):
-        idx = np.arange(len(L.n_refs))[part]
-        rows = ranges(L.ref_start[idx], L.n_refs[idx])
+        idx = np.arange(part.start, part.stop)
+        rows = L.reference_rows(idx)
         pair = np.repeat(np.arange(len(idx)), L.n_refs[idx])[:, None]
         keys = np.concatenate([(pair * stride + g[L.ref_sid[rows]])[t[L.ref_sid[rows]] > 0] for g, t in L.layout])
         keys = sorted_distinct(keys)
@@ -67,7 +67,7 @@ class CiderCache:
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]],
                  layouts: Optional[NgramLayouts] = None):
         self.ngrams = L = layouts or NgramLayouts(hypotheses, references)
-        self.n_refs, self.ref_start, self.vocab = L.n_refs, L.ref_start, L.vocab
+        self.n_refs, self.vocab = L.n_refs, L.vocab
         self.doc_ids, self.doc_len = _documents(L)
         self.doc_start = np.concatenate([[0], np.cumsum(self.doc_len)])
         penalty_scale = 2 * SIGMA**2
@@ -99,7 +99,7 @@ class CiderCache:
     def _per_pair(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         L = self.ngrams
         counts = self.n_refs[idx]
-        rrows = ranges(self.ref_start[idx], counts)
+        rrows = L.reference_rows(idx)
         pair_of = np.repeat(np.arange(len(idx)), counts)
         used, inverse = np.unique(np.concatenate([L.hyp_sid[idx], L.ref_sid[rrows]]), return_inverse=True)
         h_at, r_at = inverse[:len(idx)], inverse[len(idx):]
@@ -134,7 +134,7 @@ class CiderD(Metric):
     paper_columns = {"CIDEr": "C"}
 
     def compute(self, hypotheses, references) -> None:
-        self.cache = CiderCache(hypotheses, references, shared_layouts(getattr(self, "shared", None), hypotheses, references))
+        self.cache = CiderCache(hypotheses, references, shared_layouts(self.shared, hypotheses, references))
         self._per_pair = self.cache.score(range(len(hypotheses)))[1]
 
     def group(self, idx):

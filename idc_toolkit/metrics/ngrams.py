@@ -142,6 +142,10 @@ class NgramLayouts:
                                  t[self.hyp_sid[self.ref_pair[c]], :width]) for c in chunks(len(self.ref_pair))]
             self.columns.append(np.concatenate(parts) if parts else np.zeros((0, width), np.uint8))
 
+    def reference_rows(self, idx: np.ndarray) -> np.ndarray:
+        """The rows of ``ref_sid`` holding the references of the pairs ``idx``, pair after pair."""
+        return ranges(self.ref_start[idx], self.n_refs[idx])
+
     def matches(self) -> np.ndarray:
         """Per pair and order, BLEU's clipped count: each hypothesis n-gram's term frequency, at
         most its highest in any one reference (``cook_test``'s ``correct``); pairs in chunks."""
@@ -149,8 +153,8 @@ class NgramLayouts:
         for n, ((_, t), width, columns) in enumerate(zip(self.layout, self.hyp_width, self.columns)):
             held_at = np.pad(t, ((0, 0), (0, 1)))  # the last column: 0, where a reference lacks the n-gram
             for part in chunks(len(self.n_refs)):
-                idx = np.arange(len(self.n_refs))[part]
-                rows = ranges(self.ref_start[idx], self.n_refs[idx])
+                idx = np.arange(part.start, part.stop)
+                rows = self.reference_rows(idx)
                 if not len(rows):
                     continue
                 held = held_at[self.ref_sid[rows][:, None], columns[rows]]
