@@ -117,5 +117,5 @@ def open_atomic(path: Path, mode: str = "w") -> Iterator[IO]:
             yield fh
         tmp.replace(path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # the file this call opened above, never ``path``
         raise

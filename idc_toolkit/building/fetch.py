@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from ..files import open_atomic
+
 MANIFEST = "fetch_manifest.json"
 USER_AGENT = "idc-toolkit (+https://github.com/idc-toolkit/idc-toolkit)"
 #: first wait before a retry, doubled after each
@@ -397,7 +399,6 @@ def fetch_all(jobs: list[FetchJob], folder: Path, fetcher: Fetcher, progress: bo
             entry["error"] = str(exc)
             outcome.failed[job.url] = str(exc)
         manifest[job.url] = entry
-        tmp = folder / (MANIFEST + ".part")
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        tmp.replace(folder / MANIFEST)
+        with open_atomic(folder / MANIFEST) as fh:
+            fh.write(json.dumps(manifest, indent=1, sort_keys=True))
     return outcome

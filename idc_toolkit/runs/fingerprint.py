@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
-from ..files import content_sha256
+from ..files import content_sha256, open_atomic
 
 
 def canonical(value: Any) -> Any:
@@ -179,9 +178,8 @@ def _hash_and_store(cache_path: Path, cache: dict[str, str], missing: dict[str, 
     kept = {k: v for k, v in cache.items() if _key_path(k) not in rewritten and os.path.exists(_key_path(k))}
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({**kept, **fresh}))
-        tmp.replace(cache_path)
+        with open_atomic(cache_path) as fh:
+            fh.write(json.dumps({**kept, **fresh}))
     except OSError:  # a read-only home only costs the cache
         pass
     return fresh

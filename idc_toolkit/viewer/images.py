@@ -10,9 +10,10 @@ resumed one would keep.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional, Sequence
+
+from ..files import open_atomic
 
 MASK_COLOUR = (255, 0, 255)
 BOX_COLOUR = (0, 229, 255)
@@ -67,6 +68,5 @@ def difference(before, after, size: int, mask=None, boxes: Optional[Sequence[Seq
 def save_atomic(image, path: Path, fmt: str) -> None:
     """``image`` to ``path`` through a temporary name in the same folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    image.save(tmp, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
-    os.replace(tmp, path)
+    with open_atomic(path, "wb") as fh:
+        image.save(fh, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
