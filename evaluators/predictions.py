@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
@@ -104,6 +104,18 @@ class CaptionsFile:
     references: bool = False
 
 
+class Annotation(NamedTuple):
+    """A coco annotation of the released files' shape (``image_id``, ``caption``, an optional
+    ``id``) as :func:`load_references_coco` reads it: a tuple holds it in a third of a dict's memory."""
+
+    image_id: Any
+    caption: Any
+
+
+#: the keys an object may have to be read as an :class:`Annotation`
+ANNOTATION_KEYS = frozenset({"image_id", "caption", "id"})
+
+
 def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:
     offset = len(text[: exc.pos].encode("utf-8"))
     return (f"{path}{where}: not JSON at byte {offset} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
@@ -117,7 +129,8 @@ def _record_id(obj: dict[str, Any]) -> Any:
 def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
     """Every format the scorer reads (module docstring), parsed once: JSON Lines where the file is
     named ``.jsonl`` or holds several JSON values, one JSON value otherwise. ``records=False``:
-    a coco annotation file's ``data`` alone, without a record per annotation."""
+    a coco annotation file's ``data`` alone, without a record per annotation, each object of
+    :data:`ANNOTATION_KEYS` with an ``image_id`` and a ``caption`` read as an :class:`Annotation`."""
     from idc_toolkit.files import UnreadableJSON, parse_json
 
     path = Path(path)
@@ -125,8 +138,11 @@ def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
     out = CaptionsFile(path)
     repeated: list[str] = []
 
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
         seen = dict(pairs)  # the last value of a repeated key, as JSON keeps it
+        if not records and len(seen) == len(pairs) and "caption" in seen and "image_id" in seen \
+                and seen.keys() <= ANNOTATION_KEYS:
+            return Annotation(seen["image_id"], seen["caption"])
         if len(seen) < len(pairs):  # a key given twice: named below
             counted: dict[str, int] = {}
             for key, _ in pairs:
@@ -279,23 +295,26 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     parsed = read_captions_file(path, records=False)
     data = parsed.data
     annotations = data.get("annotations") if isinstance(data, dict) else None
+    if isinstance(annotations, list):
+        annotations = [a if isinstance(a, Annotation) or not isinstance(a, dict) else Annotation(a.get("image_id"),
+                       a.get("caption")) for a in annotations]  # an object with more keys: its two that count
     # a record per annotation only where one is wrong: the refusal lists every problem
     if parsed.problems or not isinstance(annotations, list) or not all(
-            isinstance(a, dict) and a.get("image_id") is not None and isinstance(a.get("caption"), str) for a in annotations):
+            isinstance(a, Annotation) and a.image_id is not None and isinstance(a.caption, str) for a in annotations):
         refuse(read_captions_file(path))
     path = parsed.path
     if not isinstance(annotations, list):
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}
     spelled: dict[str, Any] = {}  # the first image_id as written, per pair
-    for i, ann in enumerate(annotations):  # each a dict with an image_id and a string caption (checked above)
-        raw = ann["image_id"]
+    for i, ann in enumerate(annotations):  # each with an image_id and a string caption (checked above)
+        raw = ann.image_id
         key = str(raw)
         first = spelled.setdefault(key, raw)
         if type(first) is not type(raw):
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
-        captions.setdefault(key, []).append(ann["caption"])
+        captions.setdefault(key, []).append(ann.caption)
     cats = read_category_map(category_map) if category_map else {}
 
     of = {pid: cats.get(rcc_id(pid), []) for pid in captions} if cats else {}
@@ -467,7 +486,7 @@ def scored_references(predictions: dict[str, str], refs: References, drop_empty_
         if pid not in predictions:
             continue
         empty_refs += sum(1 for c in caps if not c.strip())
-        kept = [c for c in caps if c.strip()] if drop_empty_references else list(caps)
+        kept = [c for c in caps if c.strip()] if drop_empty_references else caps  # the list itself: never changed
         if not kept and not asks(questions.get(pid)):
             no_refs.append(pid)
         references[pid] = kept

@@ -104,3 +104,32 @@ def test_scoring_parses_a_predictions_file_once_with_the_checks_parser(tmp_path,
     whole = tmp_path / "p.json"
     whole.write_text(json.dumps({"a": "x", "b": "y"}))
     assert load_predictions(whole) == {"a": "x", "b": "y"} and len(calls) == 1
+
+
+def test_coco_annotations_are_read_as_python_s_json_reads_them(shared, tmp_path):
+    """References read compactly (:class:`~idc_toolkit.evaluators.predictions.Annotation`) give
+    the captions ``json.loads`` gives, whatever keys an annotation carries; a wrong one is refused."""
+    from idc_toolkit.errors import EvaluationError
+    from idc_toolkit.evaluators.predictions import load_references_coco
+
+    def grouped(data):
+        out = {}
+        for a in data["annotations"]:
+            out.setdefault(str(a["image_id"]), []).append(a["caption"])
+        return out
+
+    real = shared / "real_annotations" / CARD
+    if real.is_file():
+        assert load_references_coco(real).captions == grouped(json.loads(real.read_text(encoding="utf-8")))
+    mixed = {"annotations": [{"image_id": 1, "caption": "a car left", "id": 0}, {"caption": "no car", "image_id": 1},
+                             {"id": 2, "tokens": ["a", "man"], "image_id": 2, "caption": "a man"}],
+             "images": [{"id": 1, "file_name": "1.png"}]}
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(mixed))
+    assert load_references_coco(path).captions == grouped(mixed) == {"1": ["a car left", "no car"], "2": ["a man"]}
+    path.write_text('{"annotations": [{"image_id": 1, "caption": "a", "caption": "b"}]}')
+    with pytest.raises(EvaluationError, match="'caption' appear twice in one JSON object"):
+        load_references_coco(path)
+    path.write_text('{"annotations": [{"image_id": 1, "caption": 5, "id": 0}]}')
+    with pytest.raises(EvaluationError, match="annotation 0 .*the caption is int, not a string"):
+        load_references_coco(path)
