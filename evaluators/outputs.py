@@ -107,6 +107,10 @@ def markdown_table(result: ScoreResult) -> str:
     return "\n".join(table(["group", "n", *shown], rows, ["---", "---:", *["---:"] * len(shown)]))
 
 
+#: per_pair.csv's scores are formatted this many rows at a time: memory that does not grow with the pairs
+ROWS_FORMATTED = 4096
+
+
 def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                    categories: dict[str, Optional[str]]) -> None:
     import numpy as np
@@ -126,14 +130,16 @@ def write_per_pair(path: Path, result: ScoreResult, predictions: dict[str, str],
     judge = result.cache.metrics.get("JUDGE")
     notes = getattr(judge, "notes", None) or []  # what the judge said of each pair, where one judged
     choice = result.cache.metrics.get("MC")  # the letter read from each answer, the correct one, the outcome
-    scores = [[_value(v) for v in np.asarray(result.per_pair[m]).tolist()] for m in metrics]  # as Python floats: numpy scalars format slowly
+    columns = [np.asarray(result.per_pair[m]) for m in metrics]
     with open_atomic(path) as fh:  # row by row to the file: no copy of the whole table in memory
         w = csv.writer(fh)
         w.writerow(["pair_id", "category", "prediction", "references", *metrics, "groups",
                     *(["judgement"] if notes else []), *(PAIR_COLUMNS if choice is not None else ())])
         for k, pid in enumerate(result.ids):  # text cells through csv_text (never run as formulas), scores as numbers
+            if k % ROWS_FORMATTED == 0:  # as Python floats (numpy scalars format slowly), a block of rows at a time
+                scores = [[_value(v) for v in c[k: k + ROWS_FORMATTED].tolist()] for c in columns]
             w.writerow([csv_text(pid), csv_text(categories.get(pid) or ""), csv_text(predictions[pid]),
-                        json.dumps(references[pid], ensure_ascii=False), *(column[k] for column in scores),
+                        json.dumps(references[pid], ensure_ascii=False), *(c[k % ROWS_FORMATTED] for c in scores),
                         csv_text(";".join(member.get(k, []))), *([csv_text(notes[k])] if notes else []),
                         *([csv_text(c) for c in choice.pair_cells(k)] if choice is not None else [])])
 

@@ -19,11 +19,17 @@ def _test_refs(dataset):
     return load_references_dataset(str(dataset), "test")
 
 
-def test_ddla_through_the_cli_with_coco_files(shared, tmp_path, capsys):
+def test_ddla_through_the_cli_with_coco_files(shared, tmp_path, capsys, monkeypatch):
+    import idc_toolkit.evaluators.outputs as outputs
+
     folder = shared / "paper_predictions/spot-the-diff"
     out = tmp_path / "eval"
-    assert main(["--predictions", str(folder / "ddla_rerun_predfile.json"), "--references",
-                 str(folder / "ddla_rerun_gtfile.json"), "--out", str(out), "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr"]) == 0
+    argv = ["--predictions", str(folder / "ddla_rerun_predfile.json"), "--references",
+            str(folder / "ddla_rerun_gtfile.json"), "--metrics", "BLEU", "METEOR", "ROUGE_L", "CIDEr"]
+    assert main([*argv, "--out", str(out)]) == 0
+    monkeypatch.setattr(outputs, "ROWS_FORMATTED", 100)  # per_pair.csv's scores formatted in 13 blocks, the last short
+    assert main([*argv, "--out", str(tmp_path / "blocks"), "-q"]) == 0
+    assert (tmp_path / "blocks" / "per_pair.csv").read_bytes() == (out / "per_pair.csv").read_bytes()
     m = json.loads((out / "metrics.json").read_text())
     assert {k: round(m["overall"][k], 4) for k in ("Bleu_4", "METEOR", "ROUGE_L", "CIDEr")} == {
         "Bleu_4": 0.0757, "METEOR": 0.1091, "ROUGE_L": 0.2797, "CIDEr": 0.3506}

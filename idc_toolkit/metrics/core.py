@@ -161,6 +161,7 @@ def score_groups(
 
     with using(implementation):
         cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate, extra=extra)
+    cache.release_tokens()
     try:
         scores: dict[str, dict[str, Optional[float]]] = {g: {} for g in group_indices}
         per_pair: dict[str, np.ndarray] = {}

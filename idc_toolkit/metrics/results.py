@@ -25,11 +25,16 @@ class PairCache:
     bootstrap resampling). :meth:`close` releases the metrics' JVMs."""
 
     ids: list[str]
-    hypotheses: list[str]  # tokenized, of the pairs in ``captioned``
-    references: list[list[str]]  # tokenized, of the pairs in ``captioned``
+    hypotheses: list[str]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
+    references: list[list[str]]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
     metrics: dict[str, Metric] = field(default_factory=dict)
     #: the positions (in ``ids``) of the pairs that have references, which the caption metrics score
     captioned: Optional[list[int]] = None
+
+    def release_tokens(self) -> None:
+        """Drop the tokenized captions once every metric has computed: groups, resamples and
+        paired tests read the metrics' own per-pair results, and the tokens are the largest thing kept."""
+        self.hypotheses, self.references = [], []
 
     def close(self) -> None:
         for m in self.metrics.values():
