@@ -151,8 +151,10 @@ def paired_scores(c: CompareArgs, sides: dict[str, list[Predictions]], preps: di
         try:
             for s, p in preps.items():
                 for prep, judge, choice in zip(p, judges[s], choices[s]):
-                    caches[s].append(build_cache(prep.hypotheses, prep.references, families, c.spice_jars,
-                                                 extra=[m for m in (judge, choice) if m]))
+                    cache = build_cache(prep.hypotheses, prep.references, families, c.spice_jars,
+                                        extra=[m for m in (judge, choice) if m])
+                    cache.release_tokens()  # every run's cache is kept for the test: their metrics' results, not tokens
+                    caches[s].append(cache)
             idx = list(range(len(caches["a"][0].ids)))
             result, alone = paired_group_test(caches["a"], caches["b"], idx, c.bootstrap, c.seed)
         finally:
