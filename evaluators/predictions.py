@@ -18,7 +18,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
-from idc_toolkit.metrics.text import has_separator
+from idc_toolkit.metrics.text import has_separator, one_copy
 from idc_toolkit.schema import CAPTIONS, CATEGORY, NO_CHANGE_CATEGORIES, PAIR_ID
 
 from .groups import listed_ids, read_category_map
@@ -257,14 +257,16 @@ def predictions_of(parsed: CaptionsFile) -> dict[str, str]:
     passed: one caption per pair, and a record naming its pair twice names it once."""
     path = parsed.path
     if isinstance(parsed.data, dict):
-        return {str(pid): _caption(caption, f"{path}: key {pid!r}") for pid, caption in parsed.data.items()}
+        one = one_copy()
+        return {str(pid): one(_caption(caption, f"{path}: key {pid!r}")) for pid, caption in parsed.data.items()}
     preds: dict[str, str] = {}
+    one = one_copy()
     for r in parsed.records:
         ids = {k: r.fields[k] for k in ("pair_id", "image_id") if r.fields.get(k) is not None}
         if len(ids) == 2 and str(ids["pair_id"]) != str(ids["image_id"]):
             raise EvaluationError(f"{path}: {r.where}: 'pair_id' {ids['pair_id']!r} and 'image_id' {ids['image_id']!r} "
                                   "disagree; which pair is meant?")
-        preds[str(r.pair_id)] = r.caption
+        preds[str(r.pair_id)] = one(r.caption)
     return preds
 
 
@@ -307,6 +309,7 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}
     spelled: dict[str, Any] = {}  # the first image_id as written, per pair
+    one = one_copy()
     for i, ann in enumerate(annotations):  # each with an image_id and a string caption (checked above)
         raw = ann.image_id
         key = str(raw)
@@ -314,7 +317,7 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
         if type(first) is not type(raw):
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
-        captions.setdefault(key, []).append(ann.caption)
+        captions.setdefault(key, []).append(one(ann.caption))
     cats = read_category_map(category_map) if category_map else {}
 
     of = {pid: cats.get(rcc_id(pid), []) for pid in captions} if cats else {}
@@ -395,6 +398,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
         raise EvaluationError(f"{dataset}: split {split!r} is empty (0 rows); nothing to score against")
     captions: dict[str, list[str]] = {}
     categories: dict[str, Optional[str]] = {}
+    one = one_copy()
     for k, pid in enumerate(rows[id_column]):
         pid = str(pid)
         if pid in captions:
@@ -403,7 +407,7 @@ def load_references_dataset(dataset: str, split: str = "test", id_column: str = 
         if cell is not None and (not isinstance(cell, list) or not all(isinstance(c, str) for c in cell)):
             raise EvaluationError(f"{dataset} [{split}], pair {pid!r}: 'captions' is a {type(cell).__name__}, not a list of "
                                   "strings; the folder was changed after it was written")
-        captions[pid] = list(cell or [])
+        captions[pid] = [one(c) for c in cell or []]
         cat = rows[group_column][k] if group_column in rows else None
         categories[pid] = names[cat] if (names is not None and cat is not None) else (None if cat is None else str(cat))
     refs = References(captions, categories, f"{dataset} [{split}]", _fingerprint(captions, categories), list(names or []))

@@ -122,11 +122,14 @@ def test_coco_annotations_are_read_as_python_s_json_reads_them(shared, tmp_path)
     if real.is_file():
         assert load_references_coco(real).captions == grouped(json.loads(real.read_text(encoding="utf-8")))
     mixed = {"annotations": [{"image_id": 1, "caption": "a car left", "id": 0}, {"caption": "no car", "image_id": 1},
-                             {"id": 2, "tokens": ["a", "man"], "image_id": 2, "caption": "a man"}],
+                             {"id": 2, "tokens": ["a", "man"], "image_id": 2, "caption": "a man"},
+                             {"image_id": 2, "caption": "no car", "id": 3}],
              "images": [{"id": 1, "file_name": "1.png"}]}
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(mixed))
-    assert load_references_coco(path).captions == grouped(mixed) == {"1": ["a car left", "no car"], "2": ["a man"]}
+    captions = load_references_coco(path).captions
+    assert captions == grouped(mixed) == {"1": ["a car left", "no car"], "2": ["a man", "no car"]}
+    assert captions["1"][1] is captions["2"][1]  # a repeated caption is held once
     path.write_text('{"annotations": [{"image_id": 1, "caption": "a", "caption": "b"}]}')
     with pytest.raises(EvaluationError, match="'caption' appear twice in one JSON object"):
         load_references_coco(path)
