@@ -4,7 +4,8 @@ pycocoevalcap writes one caption per line for the PTB tokenizer and splits its o
 ``\\n`` only. The Java tokenizer, however, also starts a new line at ``\\r``, ``\\v``, ``\\f``,
 U+0085, U+2028 and U+2029, so one such character silently shifts every later caption onto
 the wrong image (measured: no error, keys still match). A ``\\n`` that reaches METEOR
-desynchronises its line protocol. Every such separator becomes a space here.
+desynchronises its line protocol. Every such separator becomes a space here. :func:`one_copy`
+holds a file's repeated captions once.
 """
 
 from __future__ import annotations
