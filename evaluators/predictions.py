@@ -137,12 +137,17 @@ def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
     text = read_text(path, EvaluationError, "reference or predictions file")
     out = CaptionsFile(path)
     repeated: list[str] = []
+    one = one_copy()
+
+    def shared(value: Any) -> Any:
+        return one(value) if type(value) is str else value
 
     def hook(pairs: list[tuple[str, Any]]) -> Any:
         seen = dict(pairs)  # the last value of a repeated key, as JSON keeps it
         if not records and len(seen) == len(pairs) and "caption" in seen and "image_id" in seen \
                 and seen.keys() <= ANNOTATION_KEYS:
-            return Annotation(seen["image_id"], seen["caption"])
+            # a repeated id or caption is let go as soon as it is parsed: no hole is left behind in memory
+            return Annotation(shared(seen["image_id"]), shared(seen["caption"]))
         if len(seen) < len(pairs):  # a key given twice: named below
             counted: dict[str, int] = {}
             for key, _ in pairs:
