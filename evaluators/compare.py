@@ -197,7 +197,8 @@ def compare_report(c: CompareArgs, sides: dict[str, list[Predictions]], result: 
 
 def write_compare(out: Path, report: dict[str, Any]) -> None:
     """``compare.json``, ``compare.md`` and ``compare.tex``."""
-    from idc_toolkit.runs.folder import write_json_atomic, write_text_atomic
+    from idc_toolkit.files import write_text_atomic
+    from idc_toolkit.runs.folder import write_json_atomic
 
     from .outputs import COMPARE_FILE
 

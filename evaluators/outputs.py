@@ -261,7 +261,7 @@ def protocol_line(meta: dict[str, Any]) -> str:
 def write_outputs(out_dir: Path, result: ScoreResult, predictions: dict[str, str], references: dict[str, list[str]],
                   categories: dict[str, Optional[str]], meta: dict[str, Any], warnings: list[str],
                   layouts: Sequence[str] = (), group_names: Optional[str] = None, label: Any = None) -> dict[str, Any]:
-    from idc_toolkit.runs.folder import write_text_atomic
+    from idc_toolkit.files import write_text_atomic
 
     from .chart import draw_by_category
     from .paper_tables import RunLabel, write_layouts

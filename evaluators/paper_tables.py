@@ -150,7 +150,7 @@ def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label:
     import io
 
     from idc_toolkit.escape import csv_text
-    from idc_toolkit.runs.folder import write_text_atomic
+    from idc_toolkit.files import write_text_atomic
 
     metrics = list(result.metrics)
     choice = result.cache.metrics.get("MC")  # multiple-choice accuracy: its items and unparsed answers beside it
@@ -168,7 +168,7 @@ def write_by_category_csv(path: Path, result: Any, names: dict[str, str], label:
 
 def write_layouts(out: Path, result: Any, layouts: list[str], names_file: Optional[str] = None,
                   label: RunLabel = RunLabel()) -> list[Path]:
-    from idc_toolkit.runs.folder import write_text_atomic
+    from idc_toolkit.files import write_text_atomic
 
     names = group_names(names_file)
     written = [out / "by_category.csv"]

@@ -119,3 +119,9 @@ def open_atomic(path: Path, mode: str = "w") -> Iterator[IO]:
     except BaseException:
         tmp.unlink(missing_ok=True)  # the file this call opened above, never ``path``
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it over (:func:`open_atomic`)."""
+    with open_atomic(path) as fh:
+        fh.write(text)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ..files import open_atomic
+from ..files import write_text_atomic
 
 MANIFEST = "fetch_manifest.json"
 USER_AGENT = "idc-toolkit (+https://github.com/idc-toolkit/idc-toolkit)"
@@ -399,6 +399,5 @@ def fetch_all(jobs: list[FetchJob], folder: Path, fetcher: Fetcher, progress: bo
             entry["error"] = str(exc)
             outcome.failed[job.url] = str(exc)
         manifest[job.url] = entry
-        with open_atomic(folder / MANIFEST) as fh:
-            fh.write(json.dumps(manifest, indent=1, sort_keys=True))
+        write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
     return outcome

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from ..errors import EvaluationError, RunError
-from ..files import open_atomic
+from ..files import write_text_atomic
 from ..runs import EngineArgs, PartOutput, RunFolder, digest, path_content, run_job
 from ..runs.parquet import write_parts_jsonl
 from ..runs.ranks import barrier
@@ -197,8 +197,7 @@ def _ask_failed_again(rows: list[dict[str, Any]], args: JudgeArgs, final: Path, 
     finally:
         task.judge.close()
     merged = {pid: redone.get(pid, rec) for pid, rec in earlier.items()}
-    with open_atomic(final) as fh:
-        fh.write("".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in merged.values()))
+    write_text_atomic(final, "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in merged.values()))
     return merged
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
-from ..files import content_sha256, open_atomic
+from ..files import content_sha256, write_text_atomic
 
 
 def canonical(value: Any) -> Any:
@@ -178,8 +178,7 @@ def _hash_and_store(cache_path: Path, cache: dict[str, str], missing: dict[str, 
     kept = {k: v for k, v in cache.items() if _key_path(k) not in rewritten and os.path.exists(_key_path(k))}
     try:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        with open_atomic(cache_path) as fh:
-            fh.write(json.dumps({**kept, **fresh}))
+        write_text_atomic(cache_path, json.dumps({**kept, **fresh}))
     except OSError:  # a read-only home only costs the cache
         pass
     return fresh

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..errors import RunError
-from ..files import open_atomic
+from ..files import write_text_atomic
 from ..options import masked
 from ..stores import output_folder, store_of
 from .fingerprint import canonical, digest
@@ -45,12 +45,6 @@ from .publish import (Published, check_destination, drop_shared_parts, fetch, fe
 from .rules import STATE_DIR, RunSpec, card_text_record, judge_output
 
 RUN_FILE = "run.json"
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` beside ``path`` and rename it over (:func:`~idc_toolkit.files.open_atomic`)."""
-    with open_atomic(path) as fh:
-        fh.write(text)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..runs.folder import remove_owned, write_text_atomic
+from ..files import write_text_atomic
+from ..runs.folder import remove_owned
 
 
 def save_adapter(net, folder: Path, base_model: str) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..files import file_name_for, inside
-from ..runs.folder import write_json_atomic, write_text_atomic
+from ..files import file_name_for, inside, write_text_atomic
+from ..runs.folder import write_json_atomic
 
 
 def _batches(rows, size: int):

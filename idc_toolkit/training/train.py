@@ -289,7 +289,7 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
         metrics = {**outcome.metrics, "train_loss": whole_run_loss(trainer.state.log_history, done_step,
                                                                    outcome.metrics.get("train_loss"), trainer.state.global_step)}
         if rank == 0:
-            from ..runs.folder import write_text_atomic
+            from ..files import write_text_atomic
             from .card import adapter_card
 
             if val_rows is None or not (out / "adapter" / "adapter_config.json").is_file():
@@ -555,7 +555,8 @@ def _read_steps(path: Path) -> list[dict[str, Any]]:
 
 def _truncate_logs(out: Path, step: int) -> None:
     """Keep only what was logged up to the checkpoint the run resumes from (``step``)."""
-    from ..runs.folder import write_json_atomic, write_text_atomic
+    from ..files import write_text_atomic
+    from ..runs.folder import write_json_atomic
 
     table = [r for r in _read_json(out / EPOCHS_FILE, []) if r.get("step", 0) <= step]
     if (out / EPOCHS_FILE).exists():
