@@ -105,15 +105,11 @@ class CaptionsFile:
 
 
 class Annotation(NamedTuple):
-    """A coco annotation of the released files' shape (``image_id``, ``caption``, an optional
-    ``id``) as :func:`load_references_coco` reads it: a tuple holds it in a third of a dict's memory."""
+    """A coco annotation as :func:`load_references_coco` reads it, its ``image_id`` and ``caption``
+    (whatever else it holds): a tuple holds it in a third of a dict's memory."""
 
     image_id: Any
     caption: Any
-
-
-#: the keys an object may have to be read as an :class:`Annotation`
-ANNOTATION_KEYS = frozenset({"image_id", "caption", "id"})
 
 
 def _not_json(path: Path, text: str, exc: json.JSONDecodeError, where: str = "") -> str:
@@ -129,8 +125,8 @@ def _record_id(obj: dict[str, Any]) -> Any:
 def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
     """Every format the scorer reads (module docstring), parsed once: JSON Lines where the file is
     named ``.jsonl`` or holds several JSON values, one JSON value otherwise. ``records=False``:
-    a coco annotation file's ``data`` alone, without a record per annotation, each object of
-    :data:`ANNOTATION_KEYS` with an ``image_id`` and a ``caption`` read as an :class:`Annotation`."""
+    a coco annotation file's ``data`` alone, without a record per annotation, each object with an
+    ``image_id`` and a ``caption`` read as an :class:`Annotation`."""
     from idc_toolkit.files import UnreadableJSON, parse_json
 
     path = Path(path)
@@ -144,8 +140,7 @@ def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
 
     def hook(pairs: list[tuple[str, Any]]) -> Any:
         seen = dict(pairs)  # the last value of a repeated key, as JSON keeps it
-        if not records and len(seen) == len(pairs) and "caption" in seen and "image_id" in seen \
-                and seen.keys() <= ANNOTATION_KEYS:
+        if not records and len(seen) == len(pairs) and "caption" in seen and "image_id" in seen:
             # a repeated id or caption is let go as soon as it is parsed: no hole is left behind in memory
             return Annotation(shared(seen["image_id"]), shared(seen["caption"]))
         if len(seen) < len(pairs):  # a key given twice: named below
@@ -302,10 +297,8 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
     parsed = read_captions_file(path, records=False)
     data = parsed.data
     annotations = data.get("annotations") if isinstance(data, dict) else None
-    if isinstance(annotations, list):
-        annotations = [a if isinstance(a, Annotation) or not isinstance(a, dict) else Annotation(a.get("image_id"),
-                       a.get("caption")) for a in annotations]  # an object with more keys: its two that count
-    # a record per annotation only where one is wrong: the refusal lists every problem
+    # a record per annotation only where one is wrong (not an Annotation: it lacks an id or a
+    # caption): the refusal lists every problem
     if parsed.problems or not isinstance(annotations, list) or not all(
             isinstance(a, Annotation) and a.image_id is not None and isinstance(a.caption, str) for a in annotations):
         refuse(read_captions_file(path))
@@ -314,7 +307,6 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
     captions: dict[str, list[str]] = {}
     spelled: dict[str, Any] = {}  # the first image_id as written, per pair
-    one = one_copy()
     for i, ann in enumerate(annotations):  # each with an image_id and a string caption (checked above)
         raw = ann.image_id
         key = str(raw)
@@ -322,7 +314,7 @@ def load_references_coco(path: Path | str, category_map: Optional[Path | str] = 
         if type(first) is not type(raw):
             raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
                                   "would be merged into one pair; use one spelling per pair")
-        captions.setdefault(key, []).append(one(ann.caption))
+        captions.setdefault(key, []).append(ann.caption)  # shared as it was parsed
     cats = read_category_map(category_map) if category_map else {}
 
     of = {pid: cats.get(rcc_id(pid), []) for pid in captions} if cats else {}
