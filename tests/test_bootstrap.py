@@ -33,7 +33,7 @@ def test_resampled_bleu_and_meteor_equal_scoring_the_expanded_multiset():
         from idc_toolkit.metrics.meteor import MeteorProcess
 
         with MeteorProcess() as jvm:  # METEOR's own EVAL of the statistics the scorer made
-            m_expanded, _ = jvm.evaluate([meteor.lines[i] for i in expanded])
+            m_expanded, _ = jvm.evaluate([stats_line(meteor.stats[i]) for i in expanded])
             _, (m_summed,) = jvm.evaluate([stats_line(aggregate_statistics(meteor.stats, w))])
         assert m_expanded == pytest.approx(m_summed, abs=1e-12)
         # and the metric's own resample() gives the same numbers

@@ -69,8 +69,8 @@ def test_segment_group_and_resample_scores_equal_meteors_eval_bit_for_bit(shared
     cache = build_cache(hyps, refs, ["METEOR"])  # tokenized and aligned as a scoring does
     try:
         meteor = cache.metrics["METEOR"]
-        process, lines, stats = meteor_mod.MeteorProcess(), meteor.lines, meteor.stats  # the statistics: the scorer's
-        corpus, segments = process.evaluate(lines)
+        process, stats = meteor_mod.MeteorProcess(), meteor.stats  # the statistics: the scorer's
+        corpus, segments = process.evaluate([stats_line(row) for row in stats])
         assert_equal_to_the_jar(stats, segments)
         assert meteor_score(aggregate_statistics(stats))[0] == corpus
         rng = np.random.default_rng(0)
@@ -120,7 +120,7 @@ def test_the_arithmetic_does_not_depend_on_the_vector_path_order_or_threads():
     from idc_toolkit.metrics.meteor_stats import (ALPHA, BETA, DELTA, GAMMA, STAGE_WEIGHTS, STAGES, perfect_segments)
 
     rng = np.random.default_rng(7)
-    n = 3000
+    n = 9000  # more rows than one block of the summing and scoring (ngrams.CHUNK): their seams are crossed
     test_len, ref_len = rng.integers(0, 30, n), rng.integers(1, 30, n)
     stats = np.zeros((n, 23))
     stats[:, 0], stats[:, 1] = test_len, ref_len
@@ -156,8 +156,12 @@ def test_the_arithmetic_does_not_depend_on_the_vector_path_order_or_threads():
     exact = stats.astype(np.int64)
     order = rng.permutation(n)
     assert np.array_equal(aggregate_statistics(stats[order]), aggregate_statistics(stats))
+    adjusted = np.where(perfect_segments(stats)[:, None] & (np.arange(23) == 20), 0, exact)  # addStats, in integers
+    assert np.array_equal(aggregate_statistics(stats), adjusted.sum(axis=0).astype(float))
+    drawn = rng.integers(0, n, 6000)  # a group given by rows, some twice
+    assert np.array_equal(aggregate_statistics(stats, rows=drawn), adjusted[drawn].sum(axis=0).astype(float))
     weights = rng.multinomial(n, np.full(n, 1 / n), 50)
-    expected = np.array(weights @ np.where(perfect_segments(stats)[:, None] & (np.arange(23) == 20), 0, exact), dtype=float)
+    expected = np.array(weights @ adjusted, dtype=float)
     for threads in (1, 2):
         with threadpool_limits(threads):
             assert np.array_equal(aggregate_statistics(stats, weights), expected)

@@ -1,5 +1,6 @@
 """Input hygiene and failure modes of the scorer (point 4 and 5 of the scorer issue)."""
 
+import numpy as np
 import pytest
 
 import idc_toolkit.metrics.meteor as meteor_mod
@@ -9,6 +10,12 @@ from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.tokenizer import C1_ONLY, ptb_tokenize
 from idc_toolkit.metrics.meteor import MeteorProcess
 from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
+
+
+def parsed(lines: list[str]) -> np.ndarray:
+    """Statistics lines as rows of numbers, parsed here: the metric keeps the rows, not the lines."""
+    return np.array([[float(x) for x in line.split()] for line in lines])
+
 
 pytestmark = pytest.mark.java
 
@@ -177,10 +184,10 @@ def test_statistics_cache_means_a_second_scoring_aligns_nothing(monkeypatch, tmp
         with using(scorer):
             m = meteor_mod.Meteor()
             m.compute(hyps, refs)
-        return worker.asked, m.lines
+        return worker.asked, m.stats
 
     runs = [run(), run()]
-    assert runs[0][0] == 3 and runs[1][0] == 0 and runs[0][1] == runs[1][1]
+    assert runs[0][0] == 3 and runs[1][0] == 0 and np.array_equal(runs[0][1], runs[1][1])
     monkeypatch.setenv("IDC_METEOR_CACHE", "0")
     assert run()[0] == 3  # no cache: everything aligned
 
@@ -277,7 +284,7 @@ def test_a_long_python_meteor_job_aligns_in_a_child_process_with_the_same_statis
         m.start(len(hyps))
         m.prepare(hyps, refs)
         m.compute(hyps, refs)
-    assert started == [4] and m.lines == align_mod.statistics(hyps, refs)
+    assert started == [4] and np.array_equal(m.stats, parsed(align_mod.statistics(hyps, refs)))
 
 
 def _segments(n: int) -> tuple[list[str], list[list[str]]]:
@@ -349,7 +356,7 @@ def test_a_prewarmed_aligner_serves_the_next_scoring_and_is_closed_when_unused(m
         m.compute(hyps, refs)
         import idc_toolkit.metrics.meteor_align as align_mod
 
-        assert m.lines == align_mod.statistics(hyps, refs)
+        assert np.array_equal(m.stats, parsed(align_mod.statistics(hyps, refs)))
         meteor_mod.prewarm(len(hyps))
         parked = meteor_mod._PARKED[0]
         meteor_mod.close_idle_processes()

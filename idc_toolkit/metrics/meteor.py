@@ -507,9 +507,7 @@ class Meteor(Metric):
         if fresh is not None:
             self._keep_block(0, fresh)
         self._parse(self._cached, [self._stats_of[u] for u in self._cached])
-        strings = [self._stats_of[u] for u in range(len(self._unique))]
-        self.lines = [strings[u] for u in self._which.tolist()]
-        self.stats = self._table[self._which] if len(self._which) else np.array([])
+        self.stats = self._table[self._which] if len(self._which) else np.array([])  # rows only: the lines are not kept
         del self._which, self._unique, self._stats_of, self._table, self._todo, self._todo_lines, self._cached
 
     def assist(self) -> None:
@@ -518,7 +516,7 @@ class Meteor(Metric):
             child.assist()
 
     def scores(self, groups):
-        result = {g: {"METEOR": float(meteor_score(aggregate_statistics(self.stats[idx]))[0]) if idx else 0.0}
+        result = {g: {"METEOR": float(meteor_score(aggregate_statistics(self.stats, rows=idx))[0]) if idx else 0.0}
                   for g, idx in groups.items()}
         if "overall" in groups:
             self._per_pair = meteor_score(self.stats)

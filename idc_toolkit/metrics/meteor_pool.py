@@ -100,7 +100,7 @@ class AlignerPool:
 
     def __init__(self, processes: int = 1) -> None:
         self.workers = [_Worker() for _ in range(max(1, processes))]
-        self.blocks: dict[int, list[str]] = {}
+        self.blocks: dict[int, Optional[list[str]]] = {}  # a block's lines (None: handed over by result())
         self.n_blocks = 0
         self.next_block = 0  # the first block nobody was given
         self.error: Optional[str] = None
@@ -225,7 +225,12 @@ class AlignerPool:
                 self._keep(k, statistics(*self._part(k)))
             if self.failure is not None:
                 raise self.failure
-        return [line for k in range(self.n_blocks) for line in self.blocks[k]]
+        lines = [line for k in range(self.n_blocks) for line in self.blocks[k]]
+        # each block stays marked done, its lines held by the caller alone: a reader thread still
+        # ending keeps this pool alive a little longer, not 80,000 lines
+        with self.done:
+            self.blocks = dict.fromkeys(self.blocks)
+        return lines
 
     def release(self) -> None:
         """Let the processes end on their own (every block is back) without waiting for their exit."""

@@ -40,23 +40,32 @@ def perfect_segments(stats):
             & (stats[:, CHUNKS] == 1))
 
 
-def aggregate_statistics(stats, weights=None):
+def aggregate_statistics(stats, weights=None, rows=None):
     """Sum statistics the way METEOR's ``MeteorStats.addStats`` does, so that scoring the sum
     equals METEOR's corpus score of the segments (each counted ``weights[i]`` times).
 
     Every field is summed, except that a perfectly matched segment (all words of test and
     reference matched in one chunk) contributes no chunk: METEOR 1.5 skips its chunk count.
-    ``weights`` may be a vector (one sum) or a matrix (one sum per row, for bootstrap). The
-    fields are whole counts, so every sum is exact in any order.
+    ``weights`` may be a vector (one sum) or a matrix (one sum per row, for bootstrap); ``rows``:
+    the rows summed (all of them by default). The fields are whole counts, so every sum is exact
+    in any order: without weights, the rows are summed a block at a time (no copy of a group).
     """
     import numpy as np
 
+    from .ngrams import chunks
+
     stats = np.asarray(stats, dtype=float)
-    adjusted = stats.copy()
-    adjusted[perfect_segments(stats), CHUNKS] = 0.0
-    if weights is None:
-        return adjusted.sum(axis=0)
-    return np.asarray(weights, dtype=float) @ adjusted
+    if weights is not None:
+        adjusted = stats[rows] if rows is not None else stats.copy()
+        adjusted[perfect_segments(adjusted), CHUNKS] = 0.0
+        return np.asarray(weights, dtype=float) @ adjusted
+    picked = np.arange(len(stats)) if rows is None else np.asarray(rows, dtype=np.int64)
+    total = np.zeros(stats.shape[-1])
+    for block in chunks(len(picked)):
+        part = stats[picked[block]]
+        total += part.sum(axis=0)
+        total[CHUNKS] -= part[perfect_segments(part), CHUNKS].sum()
+    return total
 
 
 def meteor_score(stats):
@@ -69,8 +78,11 @@ def meteor_score(stats):
     import numpy as np
 
     from .java_pow import java_pow_array
+    from .ngrams import CHUNK, chunks
 
     s = np.atleast_2d(np.asarray(stats, dtype=float))
+    if len(s) > CHUNK:  # each row's arithmetic is its own: a block's temporaries at a time
+        return np.concatenate([meteor_score(s[block]) for block in chunks(len(s))])
     test_weighted = np.zeros(len(s))
     ref_weighted = np.zeros(len(s))
     for k, factor in ((0, DELTA), (2, 1.0 - DELTA)):
