@@ -104,6 +104,18 @@ def test_a_scoring_whose_statistics_are_all_cached_asks_the_jvm_nothing(monkeypa
     assert np.array_equal(again.per_pair["METEOR"], first.per_pair["METEOR"])
 
 
+def test_statistics_are_kept_as_narrow_whole_counts_and_anything_else_as_read():
+    """METEOR's statistics are whole counts, kept as uint16 (a quarter of float64's memory); a value
+    that type cannot hold (a fraction, a count past 65,535) turns the table back into float64,
+    every row as it was read."""
+    m = meteor_mod.Meteor()
+    m._unique, m._table = [b"a", b"b", b"c", b"d"], None
+    m._parse([0, 1], ["1.0 2.0", "3.0 65535.0"])
+    assert m._table.dtype == np.uint16
+    m._parse([3, 2], ["0.5 70000.0", "-1.0 7.0"])
+    assert m._table.dtype == np.float64 and m._table.tolist() == [[1, 2], [3, 65535], [-1, 7], [0.5, 70000]]
+
+
 def test_the_arithmetic_does_not_depend_on_the_vector_path_order_or_threads():
     """Which steps could round differently on another machine, and why none does:
 

@@ -379,6 +379,14 @@ def parallel_statistics(processes: Sequence["MeteorProcess"], hypotheses: Sequen
     return [s for part in parts for s in part]
 
 
+def _held_exactly(rows, dtype) -> bool:
+    """Whether every value of ``rows`` survives a round trip through ``dtype`` unchanged."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN, infinities, negatives: not held, as compared
+        return bool(np.array_equal(rows.astype(dtype), rows) and np.isfinite(rows).all())
+
+
 class Meteor(Metric):
     """METEOR 1.5: every distinct pair is aligned once into a statistics line, by the toolkit's
     Python (:mod:`.meteor_align`, the default) or by the jar's JVMs (the ``java`` scorer,
@@ -472,8 +480,10 @@ class Meteor(Metric):
         step = 4096  # lines split at a time: their small strings are freed block by block
         for k in range(0, len(stats), step):
             rows = np.array([line.split() for line in stats[k:k + step]], dtype=float)
-            if self._table is None:
-                self._table = np.zeros((len(self._unique), rows.shape[1]))
+            if self._table is None:  # whole counts below 65,536 as METEOR writes them: a quarter of float64's memory
+                self._table = np.zeros((len(self._unique), rows.shape[1]), dtype=np.uint16)
+            if self._table.dtype != rows.dtype and not _held_exactly(rows, self._table.dtype):
+                self._table = self._table.astype(rows.dtype)
             self._table[np.asarray(slots[k:k + step], dtype=np.int64)] = rows
 
     def _keep_block(self, first: int, stats: list[str]) -> None:

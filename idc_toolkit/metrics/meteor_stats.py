@@ -54,15 +54,15 @@ def aggregate_statistics(stats, weights=None, rows=None):
 
     from .ngrams import chunks
 
-    stats = np.asarray(stats, dtype=float)
+    stats = np.asarray(stats)  # any exact type (the scorer keeps counts as uint16): floats a block at a time
     if weights is not None:
-        adjusted = stats[rows] if rows is not None else stats.copy()
+        adjusted = (stats[rows] if rows is not None else stats).astype(float)
         adjusted[perfect_segments(adjusted), CHUNKS] = 0.0
         return np.asarray(weights, dtype=float) @ adjusted
     picked = np.arange(len(stats)) if rows is None else np.asarray(rows, dtype=np.int64)
     total = np.zeros(stats.shape[-1])
     for block in chunks(len(picked)):
-        part = stats[picked[block]]
+        part = stats[picked[block]].astype(float)
         total += part.sum(axis=0)
         total[CHUNKS] -= part[perfect_segments(part), CHUNKS].sum()
     return total
@@ -80,9 +80,10 @@ def meteor_score(stats):
     from .java_pow import java_pow_array
     from .ngrams import CHUNK, chunks
 
-    s = np.atleast_2d(np.asarray(stats, dtype=float))
+    s = np.atleast_2d(np.asarray(stats))
     if len(s) > CHUNK:  # each row's arithmetic is its own: a block's temporaries at a time
         return np.concatenate([meteor_score(s[block]) for block in chunks(len(s))])
+    s = s.astype(float)
     test_weighted = np.zeros(len(s))
     ref_weighted = np.zeros(len(s))
     for k, factor in ((0, DELTA), (2, 1.0 - DELTA)):
