@@ -35,7 +35,8 @@ class BleuCache:
         closest = np.minimum.reduceat(key, L.ref_start[:-1]) % span if len(key) else key
         guess = np.maximum(0, testlen[:, None] - np.arange(4))
         correct = L.matches()
-        self.stats = np.column_stack([testlen, closest, guess, correct]).astype(np.int64).reshape(len(testlen), 10)
+        # int32: a caption's words and n-grams number far fewer than 2**31; sums accumulate in int64
+        self.stats = np.column_stack([testlen, closest, guess, correct]).astype(np.int32).reshape(len(testlen), 10)
 
     def score(self, indices: Sequence[int]) -> tuple[list[float], np.ndarray]:
         """``[B1..B4]`` of a group and its pairs' (rows) BLEU-1..4: ``compute_score``'s values, from
@@ -43,7 +44,7 @@ class BleuCache:
         stats = self.stats[np.asarray(indices, dtype=np.int64)]
         if not len(stats):
             return [0.0] * 4, np.zeros((0, 4))
-        return bleu_from_totals(stats.sum(axis=0))[0].tolist(), bleu_from_totals(stats)
+        return bleu_from_totals(stats.sum(axis=0, dtype=np.int64))[0].tolist(), bleu_from_totals(stats)
 
     def sufficient_statistics(self) -> np.ndarray:
         """Per pair: testlen, closest reflen, guess[1..4], correct[1..4] (for bootstrap)."""

@@ -122,11 +122,12 @@ class NgramLayouts:
                 words.append(len(sentence.split()))
             return k
 
-        self.hyp_sid = np.fromiter(map(row, hypotheses), dtype=np.int64, count=len(hypotheses))
+        # rows and pairs as int32 (half of int64's memory, a row per reference): fewer than 2**31 of either
+        self.hyp_sid = np.fromiter(map(row, hypotheses), dtype=np.int32, count=len(hypotheses))
         self.n_refs = np.fromiter(map(len, references), dtype=np.int64, count=len(references))
-        self.ref_sid = np.fromiter((row(r) for rs in references for r in rs), dtype=np.int64, count=int(self.n_refs.sum()))
+        self.ref_sid = np.fromiter((row(r) for rs in references for r in rs), dtype=np.int32, count=int(self.n_refs.sum()))
         self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])
-        self.ref_pair = np.repeat(np.arange(len(references)), self.n_refs)
+        self.ref_pair = np.repeat(np.arange(len(references), dtype=np.int32), self.n_refs)
         self.vocab = len(intern)
         self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
         self.words = np.array(words, dtype=np.int64)  # BLEU's
