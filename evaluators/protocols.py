@@ -52,7 +52,10 @@ def rcc_id(key: str) -> str:
 
 
 def normalise_ids(mapping: dict[str, V], where: str) -> dict[str, V]:
-    """``mapping`` with RCC-family ids normalised; two spellings of one pair are an error."""
+    """``mapping`` with RCC-family ids normalised; two spellings of one pair are an error. A mapping
+    whose ids are all normalised already is returned itself, not copied."""
+    if all(rcc_id(key) == key for key in mapping):
+        return mapping
     out: dict[str, V] = {}
     spelled: dict[str, str] = {}
     for key, value in mapping.items():

@@ -135,6 +135,7 @@ def evaluate(predictions: Predictions, args: Optional[EvalArgs] = None, *,
     refs, preds = load_inputs(predictions, a, refs)
     refs, preds = apply_protocol(proto, refs, preds, a, source_name(predictions))
     s = prepare_scoring(predictions, preds, refs, proto, a, checked_tables=out is not None)
+    del preds  # the file's mapping: the scored pairs' captions are in s, keyed by the references' ids
     run = run_record(s)
     main = dist_info()[0] == 0  # under torchrun every rank judges; rank 0 alone writes the evaluation
     folder = open_evaluation_folder(Path(out), run, a.overwrite, progress is not None) if out is not None and main else None

@@ -45,7 +45,9 @@ def build_cache(
     multiple-choice item with no caption) takes no part in them (:class:`~.base.OnSubset`), and
     ``cache.captioned`` lists the pairs that do. With no family, nothing is tokenized."""
     ids = list(references)
-    captioned = [k for k, i in enumerate(ids) if len(references[i])]
+    captioned: Sequence[int] = [k for k, i in enumerate(ids) if len(references[i])]
+    if len(captioned) == len(ids):
+        captioned = range(len(ids))  # every pair: a range, not an int object per pair
     if families and not captioned:
         from ..errors import EvaluationError
 
@@ -71,11 +73,13 @@ def build_cache(
         else:
             tokens = tokenize(flat_refs + hyps_raw)
             ref_tokens, cache.hypotheses = tokens[:len(flat_refs)], tokens[len(flat_refs):]
+            del tokens
         pos = 0
         for i in scored:
             k = len(references[i])
             cache.references.append(ref_tokens[pos: pos + k])
             pos += k
+        del scored, flat_refs, hyps_raw, ref_tokens  # a slot per caption each, while the metrics compute
         for m in metrics.values():
             if m.background:
                 # before the others hold the interpreter: a JVM's cut table is written here
@@ -153,6 +157,7 @@ def score_groups(
     group_indices = {"overall": list(range(len(position)))}
     for gname, gids in (groups or {}).items():
         group_indices[gname] = [position[g] for g in gids]
+    del position  # a dict entry per pair, not needed while the metrics compute
     scored = {g: idx for g, idx in group_indices.items() if idx}  # an empty group has no score, not 0
     by_metric: dict[str, tuple[dict, dict]] = {}
 

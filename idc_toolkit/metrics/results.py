@@ -5,7 +5,7 @@ bootstrap (which resamples them) both import them, not each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class PairCache:
     references: list[list[str]]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
     metrics: dict[str, Metric] = field(default_factory=dict)
     #: the positions (in ``ids``) of the pairs that have references, which the caption metrics score
-    captioned: Optional[list[int]] = None
+    captioned: Optional[Sequence[int]] = None
 
     def release_tokens(self) -> None:
         """Drop the tokenized captions once every metric has computed: groups, resamples and
