@@ -206,8 +206,8 @@ def test_tokens_cache_means_a_second_scoring_starts_no_tokenizer(monkeypatch, tm
         real = tokenizer_mod._run_tokenizer
         monkeypatch.setattr(tokenizer_mod, "_run_tokenizer", lambda lines, timeout: asked.append(list(lines)) or real(lines, timeout))
     else:
-        real_files = ptb_mod.tokenize_files
-        monkeypatch.setattr(ptb_mod, "tokenize_files", lambda files: asked.extend(map(list, files)) or real_files(files))
+        real_text = ptb_mod.tokenize_text
+        monkeypatch.setattr(ptb_mod, "tokenize_text", lambda text, lines: asked.append(text.split("\n")) or real_text(text, lines))
     refs = [["The red car moved.", "A car moved"], ["Nothing changed."]]
     flat = [r for rs in refs for r in rs]
     with using(scorer):

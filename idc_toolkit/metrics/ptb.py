@@ -44,7 +44,7 @@ from typing import Optional, Sequence
 
 from .java_text import NEWER_CAPITALS, java_lower
 
-__all__ = ["PUNCTUATIONS", "jar_output", "tokenize_lines", "tokenize_files"]
+__all__ = ["PUNCTUATIONS", "jar_output", "tokenize_lines", "tokenize_text", "tokenize_files"]
 
 #: pycocoevalcap.tokenizer.ptbtokenizer.PUNCTUATIONS (compared in the tests)
 PUNCTUATIONS = frozenset(["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-",
@@ -706,12 +706,17 @@ def tokenize_lines(lines: Sequence[str]) -> list[str]:
     """Each line's tokens, space-joined, after pycocoevalcap's punctuation filter: what
     ``tokenizer._run_tokenizer`` returns for the same lines (one file; a line's end is read in
     the light of the next line's start). Lines should hold no line separator (see :mod:`.text`)."""
-    text = "\n".join(lines)
+    return tokenize_text("\n".join(lines), len(lines))
+
+
+def tokenize_text(text: str, lines: int) -> list[str]:
+    """:func:`tokenize_lines` of the ``lines`` lines that ``text`` joins with newlines: a caller
+    holding a file's text already does not join it again."""
     raw, simple = _raw_lines(text, simple_text=False)
     if any(done is None and "\n" in line for line, done in zip(raw, simple)):
         # a token holding a newline moves the later lines, as in the jar's output
-        return [_filter(line) for line in jar_output(text).split("\n")[:len(lines)]]
-    return [done if done is not None else _filter(_lower_line(line)) for line, done in zip(raw[:len(lines)], simple)]
+        return [_filter(line) for line in jar_output(text).split("\n")[:lines]]
+    return [done if done is not None else _filter(_lower_line(line)) for line, done in zip(raw[:lines], simple)]
 
 
 def tokenize_files(files: Sequence[Sequence[str]]) -> list[list[str]]:

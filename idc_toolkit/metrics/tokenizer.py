@@ -95,10 +95,10 @@ def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0)
                 out[k] = [one(tokens) for tokens in value.split("\n")]
         todo = [k for k, tokens in enumerate(out) if tokens is None]
         if todo and implementation == PYTHON:
-            from .ptb import tokenize_files
+            from .ptb import tokenize_text
 
-            for k, tokens in zip(todo, tokenize_files([blocks[k] for k in todo])):
-                out[k] = tokens
+            for k in todo:  # the file's text, joined above: what tokenize_files() would join again
+                out[k] = tokenize_text(texts[k], len(blocks[k]))
         elif todo:
             for k in todo:
                 out[k] = _run_tokenizer(texts[k].split("\n"), timeout)  # one file per run: the jar reads its true end
