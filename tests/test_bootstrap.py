@@ -74,3 +74,19 @@ def test_paired_test_separates_good_from_bad_and_not_from_itself():
         finally:
             ca.close()
             cb.close()
+
+
+def test_a_scoring_without_resamples_lets_go_of_per_pair_data_and_says_so_when_asked():
+    """score_groups answers groups, per-pair scores and intervals in one pass: with no resample to
+    draw, BLEU's and CIDEr-D's per-pair data go as soon as their answers are in, and asking the
+    result's cache for another group says why; with resamples they stay until the intervals are made."""
+    hyps, refs, _ = synthetic_caption_set(40, seed=2)
+    groups = {"half": list(refs)[:20]}
+    bare = score_groups(hyps, refs, groups, ["BLEU", "CIDEr"])
+    kept = score_groups(hyps, refs, groups, ["BLEU", "CIDEr"], bootstrap=20)
+    assert {g: r.scores for g, r in bare.groups.items()} == {g: r.scores for g, r in kept.groups.items()}
+    assert all(np.array_equal(bare.per_pair[c], kept.per_pair[c], equal_nan=True) for c in bare.per_pair)
+    for family in ("BLEU", "CIDEr"):
+        with pytest.raises(RuntimeError, match=f"{family}'s per-pair results were released"):
+            bare.cache.metrics[family].group([0, 1])
+        assert kept.cache.metrics[family].group([0, 1])  # kept for the resamples: still answers

@@ -123,8 +123,24 @@ class Metric:
         by the row's sum."""
         raise NotImplementedError
 
+    def release(self) -> None:
+        """Drop the per-pair intermediate results (statistics, n-gram layouts) once every group,
+        per-pair and resample question of a scoring is answered: :func:`~.core.score_groups` does,
+        as soon as this metric's answers are in, where it draws no resample."""
+
     def close(self) -> None:
         """Release external resources (a JVM)."""
+
+
+class Released:
+    """What a metric holds in place of its per-pair results once released: any use says why."""
+
+    def __init__(self, family: str):
+        self.family = family
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"{self.family}'s per-pair results were released once score_groups had its answers; "
+                           "build_cache keeps them for further groups and resamples")
 
 
 def nan_mean(values: np.ndarray) -> Optional[float]:
@@ -230,6 +246,9 @@ class OnSubset(Metric):
             full[drawn] = values
             out[c] = full
         return out
+
+    def release(self) -> None:
+        self.inner.release()
 
     def close(self) -> None:
         self.inner.close()

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, Released
 from .ngrams import NgramLayouts, shared_layouts
 
 
@@ -87,6 +87,9 @@ class Bleu(Metric):
     def per_pair(self):
         _, per_pair = self.cache.score(range(len(self.cache.stats)))
         return {f"Bleu_{k + 1}": per_pair[:, k] for k in range(4)}
+
+    def release(self) -> None:
+        self.cache = Released(self.family)
 
     def resample(self, idx, weights):
         bleu = bleu_from_totals(weights @ self.cache.sufficient_statistics()[idx])

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, Released
 from .ngrams import N, NgramLayouts, chunks, shared_layouts, sorted_distinct
 
 SIGMA = 6.0
@@ -142,6 +142,9 @@ class CiderD(Metric):
 
     def per_pair(self):
         return {"CIDEr": self._per_pair}
+
+    def release(self) -> None:
+        self.cache = Released(self.family)  # its n-gram layouts and documents: the largest per-pair data
 
     def resample(self, idx, weights):
         _, per_pair = self.cache.score(idx)

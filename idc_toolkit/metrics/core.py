@@ -53,7 +53,7 @@ def build_cache(
 
         raise EvaluationError(f"no pair has a reference: nothing for {', '.join(families)} to score")
     metrics: dict[str, Metric] = {f: metric_class(f)(spice_jars=spice_jars) for f in families}  # the metric options
-    shared: dict = {}  # what they make once for all of them (n-gram layouts), freed with the cache's metrics
+    shared: dict = {}  # what they make once for all of them (n-gram layouts), let go once they have computed
     for m in metrics.values():
         m.shared = shared
     if len(captioned) < len(ids):
@@ -102,6 +102,7 @@ def build_cache(
                 m.compute(cache.hypotheses, cache.references)
                 if on_computed is not None:
                     on_computed(m)
+        shared.clear()  # the n-gram layouts: each metric that reads them again holds its own reference
         for m in metrics.values():
             if m.background and not errors:
                 m.assist()
@@ -137,6 +138,8 @@ def score_groups(
     with no reference takes no part in the registry's metrics (:func:`build_cache`); ``metrics``
     naming none of them (``[]``, ``["MC"]``) scores only ``extra``. ``scorer``: ``python`` or
     ``java`` (:mod:`.implementation`; default ``IDC_SCORER``, else Python), recorded in the result.
+    Each metric's per-pair intermediate results are released once its answers are in (kept for the
+    resamples where ``bootstrap`` > 0): ask :func:`build_cache` for a cache that answers more.
     """
     from .implementation import JAVA, current, using
 
@@ -163,6 +166,8 @@ def score_groups(
 
     def aggregate(metric: Metric) -> None:  # each metric's groups, as soon as its pairs are scored
         by_metric[metric.family] = (metric.scores(scored), metric.per_pair())
+        if not bootstrap:  # nothing more is asked of it: its per-pair data goes before the others finish
+            metric.release()
 
     with using(implementation):
         cache = build_cache(hypotheses, references, families, spice_jars, tokenize, on_computed=aggregate, extra=extra)
