@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_text
@@ -105,8 +105,8 @@ class CaptionsFile:
 
 
 class Annotation(NamedTuple):
-    """A coco annotation as :func:`load_references_coco` reads it, its ``image_id`` and ``caption``
-    (whatever else it holds): a tuple holds it in a third of a dict's memory."""
+    """A coco annotation as :func:`read_captions_file` reads it by default, its ``image_id`` and
+    ``caption`` (whatever else it holds): a tuple holds it in a third of a dict's memory."""
 
     image_id: Any
     caption: Any
@@ -122,11 +122,13 @@ def _record_id(obj: dict[str, Any]) -> Any:
     return obj.get("pair_id", obj.get("image_id"))
 
 
-def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
+def read_captions_file(path: Path | str, records: bool = True,
+                       annotation: Callable[[Any, Any], Any] = Annotation) -> CaptionsFile:
     """Every format the scorer reads (module docstring), parsed once: JSON Lines where the file is
     named ``.jsonl`` or holds several JSON values, one JSON value otherwise. ``records=False``:
     a coco annotation file's ``data`` alone, without a record per annotation, each object with an
-    ``image_id`` and a ``caption`` read as an :class:`Annotation`."""
+    ``image_id`` and a ``caption`` read as ``annotation(image_id, caption)`` as soon as it is parsed
+    (an :class:`Annotation` by default)."""
     from idc_toolkit.files import UnreadableJSON, parse_json
 
     path = Path(path)
@@ -142,7 +144,7 @@ def read_captions_file(path: Path | str, records: bool = True) -> CaptionsFile:
         seen = dict(pairs)  # the last value of a repeated key, as JSON keeps it
         if not records and len(seen) == len(pairs) and "caption" in seen and "image_id" in seen:
             # a repeated id or caption is let go as soon as it is parsed: no hole is left behind in memory
-            return Annotation(shared(seen["image_id"]), shared(seen["caption"]))
+            return annotation(shared(seen["image_id"]), shared(seen["caption"]))
         if len(seen) < len(pairs):  # a key given twice: named below
             counted: dict[str, int] = {}
             for key, _ in pairs:
@@ -292,29 +294,58 @@ def _fingerprint(captions: dict[str, list[str]], categories: dict[str, Optional[
     return h.hexdigest()[:16]
 
 
+class _Pairs:
+    """A coco file's captions gathered by pair, annotation after annotation, and the first pair whose
+    image_id is spelled two ways (``(annotation, image_id, the first spelling)``)."""
+
+    def __init__(self) -> None:
+        self.captions: dict[str, list[str]] = {}
+        self.spelled: dict[str, Any] = {}  # the first image_id as written, per pair
+        self.clash: Optional[tuple[int, Any, Any]] = None
+        self.count = 0
+
+    def add(self, raw: Any, caption: str) -> None:
+        key = str(raw)
+        first = self.spelled.setdefault(key, raw)
+        if type(first) is not type(raw) and self.clash is None:
+            self.clash = (self.count, raw, first)
+        self.captions.setdefault(key, []).append(caption)  # shared as it was parsed
+        self.count += 1
+
+
+#: what the coco reader leaves in 'annotations' for an annotation it has put into its pair's captions
+GATHERED = Annotation(None, None)
+
+
 def load_references_coco(path: Path | str, category_map: Optional[Path | str] = None) -> References:
-    """References from a coco-caption annotation file (``annotations`` grouped by image_id)."""
-    parsed = read_captions_file(path, records=False)
+    """References from a coco-caption annotation file (``annotations`` grouped by image_id), each
+    annotation put into its pair's captions as it is parsed: no object per annotation is kept."""
+    pairs = _Pairs()
+
+    def gather(raw: Any, caption: Any) -> Any:
+        if raw is None or type(caption) is not str:
+            return Annotation(raw, caption)  # refused below, with every problem named
+        pairs.add(raw, caption)
+        return GATHERED
+
+    parsed = read_captions_file(path, records=False, annotation=gather)
     data = parsed.data
     annotations = data.get("annotations") if isinstance(data, dict) else None
-    # a record per annotation only where one is wrong (not an Annotation: it lacks an id or a
-    # caption): the refusal lists every problem
-    if parsed.problems or not isinstance(annotations, list) or not all(
-            isinstance(a, Annotation) and a.image_id is not None and isinstance(a.caption, str) for a in annotations):
+    # a record per annotation only where one is wrong (it lacks an id or a caption): the refusal lists every problem
+    if parsed.problems or not isinstance(annotations, list) or not all(a is GATHERED for a in annotations):
         refuse(read_captions_file(path))
     path = parsed.path
     if not isinstance(annotations, list):
         raise EvaluationError(f"{path}: not a coco-caption annotation file (no 'annotations' list)")
-    captions: dict[str, list[str]] = {}
-    spelled: dict[str, Any] = {}  # the first image_id as written, per pair
-    for i, ann in enumerate(annotations):  # each with an image_id and a string caption (checked above)
-        raw = ann.image_id
-        key = str(raw)
-        first = spelled.setdefault(key, raw)
-        if type(first) is not type(raw):
-            raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
-                                  "would be merged into one pair; use one spelling per pair")
-        captions.setdefault(key, []).append(ann.caption)  # shared as it was parsed
+    if pairs.count != len(annotations):  # objects with an image_id and a caption outside 'annotations' too
+        pairs = _Pairs()
+        for ann in read_captions_file(path, records=False).data["annotations"]:
+            pairs.add(ann.image_id, ann.caption)
+    if pairs.clash is not None:
+        i, raw, first = pairs.clash
+        raise EvaluationError(f"{path}: annotation {i}: image_id {raw!r} and {first!r} (a {type(first).__name__}) "
+                              "would be merged into one pair; use one spelling per pair")
+    captions = pairs.captions
     cats = read_category_map(category_map) if category_map else {}
 
     of = {pid: cats.get(rcc_id(pid), []) for pid in captions} if cats else {}

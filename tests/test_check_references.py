@@ -107,8 +107,8 @@ def test_scoring_parses_a_predictions_file_once_with_the_checks_parser(tmp_path,
 
 
 def test_coco_annotations_are_read_as_python_s_json_reads_them(shared, tmp_path):
-    """References read compactly (:class:`~idc_toolkit.evaluators.predictions.Annotation`) give
-    the captions ``json.loads`` gives, whatever keys an annotation carries; a wrong one is refused."""
+    """References gathered by pair as they are parsed give the captions ``json.loads`` gives,
+    whatever keys an annotation carries and whatever else the file holds; a wrong one is refused."""
     from idc_toolkit.errors import EvaluationError
     from idc_toolkit.evaluators.predictions import load_references_coco
 
@@ -135,4 +135,12 @@ def test_coco_annotations_are_read_as_python_s_json_reads_them(shared, tmp_path)
         load_references_coco(path)
     path.write_text('{"annotations": [{"image_id": 1, "caption": 5, "id": 0}]}')
     with pytest.raises(EvaluationError, match="annotation 0 .*the caption is int, not a string"):
+        load_references_coco(path)
+    # objects shaped like annotations outside 'annotations' are not captions (each is gathered as parsed)
+    beside = {"info": {"image_id": 9, "caption": "a license"}, **mixed,
+              "extra": [{"image_id": 1, "caption": "not a reference"}]}
+    path.write_text(json.dumps(beside))
+    assert load_references_coco(path).captions == grouped(mixed)
+    path.write_text(json.dumps({"annotations": [*mixed["annotations"], {"image_id": "1", "caption": "x"}]}))
+    with pytest.raises(EvaluationError, match="annotation 4: image_id '1' and 1 \\(a int\\) would be merged"):
         load_references_coco(path)
