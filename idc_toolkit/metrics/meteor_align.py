@@ -436,12 +436,13 @@ def _line(stats: Sequence[int]) -> str:
 
 class Memo:
     """What the blocks of one job share (its sentences and aligned pairs), so a job aligned block
-    by block does the work of one call; cleared past ``keep`` entries, so memory stays bounded."""
+    by block does the work of one call; its sentences cleared past ``keep``, its aligned pairs past
+    ``keep_rows``, so memory stays bounded (a job's sentences repeat far more than its pairs do)."""
 
-    def __init__(self, keep: int = 200_000) -> None:
+    def __init__(self, keep: int = 200_000, keep_rows: int = 20_000) -> None:
         self.sentences: dict[tuple, _Sentence] = {}
         self.rows: dict[tuple, list[int]] = {}
-        self.keep = keep
+        self.keep, self.keep_rows = keep, keep_rows
 
 
 def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], beam: int = BEAM_SIZE,
@@ -463,8 +464,9 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
     table = _phrase_table()
     memo = memo or Memo()
     with _CACHE_LOCK:
-        if len(memo.sentences) > memo.keep or len(memo.rows) > memo.keep:
+        if len(memo.sentences) > memo.keep:
             memo.sentences.clear()
+        if len(memo.rows) > memo.keep_rows:
             memo.rows.clear()
         batch: dict[tuple, _Sentence] = {}
         segments = []
