@@ -21,7 +21,7 @@ SOURCES = {"idc_toolkit": REPO / "idc_toolkit", "idc_toolkit.builders": REPO / "
 #: the layers, lowest first: a unit may import its own layer's units and lower ones, never higher
 LAYERS = [
     ["errors", "cache", "files", "escape", "text", "urls", "schema", "facts", "checks", "devices", "openclip", "stores",
-     "card_data", "prompts", "presentation", "multiple_choice", "registry", "options"],
+     "card_data", "prompts", "presentation", "multiple_choice", "registry", "options", "malloc"],
     ["cards", "metrics"],
     ["runs"],
     ["building", "builders", "masks", "viewer", "judge"],

@@ -373,6 +373,9 @@ SUBCOMMANDS = {"compare": (make_compare_parser, run_compare), "check-references"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..malloc import fix_thresholds
+
+    fix_thresholds()  # a scoring's arrays come from a heap that gives back what it frees
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
