@@ -309,10 +309,17 @@ def test_the_processes_and_the_caller_share_the_blocks_with_one_process_statisti
     monkeypatch.setattr(pool_mod, "usable_cores", lambda: 3)
     hyps, refs = _segments(90)
     seen: list[int] = []
+    got: dict[int, list[str]] = {}
+
+    def keep(first: int, stats: list[str]) -> None:
+        seen.append(first)
+        got[first] = stats
+
     pool = pool_mod.AlignerPool(2)
-    pool.submit(hyps, refs, on_block=lambda first, stats: seen.append(first))
+    pool.submit(hyps, refs, on_block=keep)
     pool.assist()  # at once: the processes are still loading, so the caller takes many blocks
-    assert pool.result() == align_mod.statistics(hyps, refs)
+    assert pool.result() == []  # every block's lines went to on_block, none is held twice
+    assert [line for first in sorted(got) for line in got[first]] == align_mod.statistics(hyps, refs)
     assert sorted(seen) == list(range(0, 90, 3))  # each block handed on once
     assert seen != sorted(seen)  # the caller's and the processes' blocks interleave
     assert all(w.proc.wait(timeout=30) == 0 for w in pool.workers)

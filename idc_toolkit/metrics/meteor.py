@@ -450,12 +450,13 @@ class Meteor(Metric):
         self._unique = list(slot)
         del slot
         with statistics_cache(self.implementation) as cache:
-            self._stats_of: dict[int, str] = cache.get(self._keys(range(len(self._unique))))
-        self._cached = list(self._stats_of)
+            cached: dict[int, str] = cache.get(self._keys(range(len(self._unique))))
         self._table: Optional[np.ndarray] = None  # each distinct line's statistics, parsed block by block
+        self._parse(list(cached), list(cached.values()))  # now: the rows are kept, not the lines
         first = np.full(len(self._unique), len(self._which), dtype=np.int64)
         np.minimum.at(first, self._which, np.arange(len(self._which)))
-        todo = [u for u in range(len(self._unique)) if u not in self._stats_of]
+        todo = [u for u in range(len(self._unique)) if u not in cached]
+        del cached
         self._todo_lines, self._todo = todo, first[todo].tolist()  # the distinct lines to align, and a pair holding each
         if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
@@ -493,7 +494,6 @@ class Meteor(Metric):
         slots = self._todo_lines[first:first + len(stats)]
         with statistics_cache(self.implementation) as cache:
             cache.put(self._keys(slots), stats)
-        self._stats_of.update(zip(slots, stats))
         self._parse(slots, stats)
 
     def compute(self, hypotheses, references) -> None:
@@ -502,23 +502,23 @@ class Meteor(Metric):
         if not hasattr(self, "_which"):
             self.prepare(hypotheses, references)
         todo = self._todo
-        hyps, refs = [hypotheses[i] for i in todo], [references[i] for i in todo]
         if not todo:
             fresh = None
-        elif self.implementation == JAVA:
-            fresh = parallel_statistics(self.workers, hyps, refs)
-        elif getattr(self, "_child", None) is not None:
+        elif getattr(self, "_child", None) is not None and self.implementation != JAVA:
             self._child.result()  # cached and parsed block by block (_keep_block)
             self._child, fresh = None, None
         else:
-            from .meteor_align import statistics
+            hyps, refs = [hypotheses[i] for i in todo], [references[i] for i in todo]
+            if self.implementation == JAVA:
+                fresh = parallel_statistics(self.workers, hyps, refs)
+            else:
+                from .meteor_align import statistics
 
-            fresh = statistics(hyps, refs)
+                fresh = statistics(hyps, refs)
         if fresh is not None:
             self._keep_block(0, fresh)
-        self._parse(self._cached, [self._stats_of[u] for u in self._cached])
         self.stats = self._table[self._which] if len(self._which) else np.array([])  # rows only: the lines are not kept
-        del self._which, self._unique, self._stats_of, self._table, self._todo, self._todo_lines, self._cached
+        del self._which, self._unique, self._table, self._todo, self._todo_lines
 
     def assist(self) -> None:
         child = getattr(self, "_child", None)

@@ -100,7 +100,7 @@ class AlignerPool:
 
     def __init__(self, processes: int = 1) -> None:
         self.workers = [_Worker() for _ in range(max(1, processes))]
-        self.blocks: dict[int, Optional[list[str]]] = {}  # a block's lines (None: handed over by result())
+        self.blocks: dict[int, Optional[list[str]]] = {}  # a block's lines (None: on_block's, or result()'s)
         self.n_blocks = 0
         self.next_block = 0  # the first block nobody was given
         self.error: Optional[str] = None
@@ -203,10 +203,11 @@ class AlignerPool:
                 with self.done:
                     self.failure = self.failure or exc
             with self.done:
-                self.blocks[k] = stats
+                self.blocks[k] = stats if self.on_block is None else None  # on_block has the lines
                 self.done.notify_all()
 
     def result(self) -> list[str]:
+        """Every block, once all are back: their lines in order (none where ``on_block`` took them)."""
         with self.done:
             while not self.error and len(self.blocks) < self.n_blocks and (self.running or self.assisting):
                 self.done.wait()
@@ -225,7 +226,7 @@ class AlignerPool:
                 self._keep(k, statistics(*self._part(k)))
             if self.failure is not None:
                 raise self.failure
-        lines = [line for k in range(self.n_blocks) for line in self.blocks[k]]
+        lines = [line for k in range(self.n_blocks) for line in self.blocks[k] or ()]
         # each block stays marked done, its lines held by the caller alone: a reader thread still
         # ending keeps this pool alive a little longer, not 80,000 lines
         with self.done:
