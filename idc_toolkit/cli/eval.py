@@ -113,12 +113,22 @@ def likely_pairs(predictions: str | None) -> int:
         return 0
 
 
+def scoring_process() -> None:
+    """A process that scores captions and runs no model: glibc's thresholds fixed, so the arrays
+    come from a heap that gives back what it frees (measured on scoring alone: a model's tensors
+    are left to glibc's own thresholds)."""
+    from ..malloc import fix_thresholds
+
+    fix_thresholds()
+
+
 def run_score(args) -> dict:
     from ..metrics.registry import resolve_families
 
     from ..metrics.implementation import using
     from ..metrics.registry import metric_class
 
+    scoring_process()
     pairs = likely_pairs(args.predictions)
     with using(args.scorer):  # what a family needs loads while everything below imports, reads, tokenizes
         for family in resolve_families(args.metrics):
@@ -238,6 +248,8 @@ def run_leaderboard(args) -> None:
     from ..evaluators.leaderboard import LeaderboardArgs, leaderboard, tables
     from ..options import from_namespace
 
+    scoring_process()
+
     if not args.files:
         taken = [n for n in args.names or [] if Path(n).is_file()]
         if taken:
@@ -286,6 +298,8 @@ def run_compare(args) -> dict:
 
     from ..evaluators.args import CompareArgs
     from ..options import from_namespace
+
+    scoring_process()
 
     report = compare_systems(args.a, args.b, from_namespace(CompareArgs, args))
     if any(g["runs"] > 1 for g in report["groups"].values()):
@@ -373,9 +387,6 @@ SUBCOMMANDS = {"compare": (make_compare_parser, run_compare), "check-references"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..malloc import fix_thresholds
-
-    fix_thresholds()  # a scoring's arrays come from a heap that gives back what it frees
     argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
