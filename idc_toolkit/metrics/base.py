@@ -139,6 +139,8 @@ class Released:
         self.family = family
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and friends ask for protocols: plainly absent
+            raise AttributeError(name)
         raise RuntimeError(f"{self.family}'s per-pair results were released once score_groups had its answers; "
                            "build_cache keeps them for further groups and resamples")
 
