@@ -8,8 +8,17 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "confstr") or "glibc" not in (os.confstr("CS_GNU_LIBC_VERSION") or ""),
-                                reason="glibc's allocator only")
+
+def _glibc_with_mallinfo2() -> bool:
+    try:
+        import ctypes
+
+        return "glibc" in (os.confstr("CS_GNU_LIBC_VERSION") or "") and hasattr(ctypes.CDLL(None), "mallinfo2")
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _glibc_with_mallinfo2(), reason="glibc's allocator (2.33 or later: mallinfo2) only")
 
 PROBE = """
 import ctypes, sys
