@@ -258,11 +258,10 @@ def predictions_of(parsed: CaptionsFile) -> dict[str, str]:
     """The ``{pair_id: caption}`` of a predictions file that :func:`file_problems`
     passed: one caption per pair, and a record naming its pair twice names it once."""
     path = parsed.path
+    one = one_copy()
     if isinstance(parsed.data, dict):
-        one = one_copy()
         return {str(pid): one(_caption(caption, f"{path}: key {pid!r}")) for pid, caption in parsed.data.items()}
     preds: dict[str, str] = {}
-    one = one_copy()
     for r in parsed.records:
         ids = {k: r.fields[k] for k in ("pair_id", "image_id") if r.fields.get(k) is not None}
         if len(ids) == 2 and str(ids["pair_id"]) != str(ids["image_id"]):
