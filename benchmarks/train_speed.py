@@ -7,12 +7,13 @@ peak RSS of the process. The real BLIP-2 OPT-2.7B / InstructBLIP-Vicuna-7B confi
 batch 16 in bf16 need a GPU, which this project's machines do not have: not measured here.
 
     python benchmarks/train_speed.py [--steps 40] [--batch-size 8]
-    python benchmarks/train_speed.py --real-size [--steps 12] [--compile]     (on a GPU)
+    python benchmarks/train_speed.py --real-size [--steps 12] [--compile] [--recipes blip2idc]     (on a GPU)
 
 ``--real-size`` (a GPU): both recipes on randomly initialised weights of the real configurations
 (below; the tiny tokenizers and processors), batch 16, bf16, no validation, each run in its own
-process: samples/s from the Trainer's runtime, MFU (the Trainer's FLOP count, 6 x parameters x
-tokens, over the runtime and the GPU's bf16 dense peak, ``gpu_peaks.py``) and the peak of
+process: samples/s over the Trainer's runtime and after the first step, MFU (``step_flops``: the
+model FLOPs of a pair counted by torch's FLOP counter, times the samples/s after the first step,
+over the GPU's bf16 dense peak, ``gpu_peaks.py``) and the peak of
 ``torch.cuda.max_memory_allocated``, beside ``--dry-run``'s estimate of the same run. The runs
 use ``idc-train``'s defaults on a GPU (DataLoader workers, pinned memory, fused AdamW, the losses
 read back every 10 steps); ``--compile`` adds a ``--compile`` run of each recipe and its first
@@ -42,6 +43,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None, help="default: 8 tiny, 16 real size")
     p.add_argument("--real-size", action="store_true", help="the real configurations on a GPU (random weights)")
     p.add_argument("--compile", action="store_true", help="with --real-size: a --compile run of each recipe too")
+    p.add_argument("--recipes", default="blip2idc,davir", help="with --real-size: which recipes, comma-separated")
     p.add_argument("--data", help="with --real-size: the folder --make-data wrote (a GPU machine without spaCy)")
     p.add_argument("--make-data", metavar="DIR", help="write the demo data (ds/, ents/) into DIR and stop")
     p.add_argument("--estimates-only", action="store_true", help="only --dry-run's figures of the real configurations")
@@ -158,30 +160,117 @@ def save_real_size(name: str, folder: Path, device: str) -> Path:
     return folder
 
 
+def step_flops(name: str, base: str, data: str, batch: int) -> float:
+    """The model FLOPs of one optimizer step of ``batch`` pairs, counted by
+    ``torch.utils.flop_counter`` on the recipe's LoRA model, forward, caption loss and backward
+    (checkpointing's recomputation not included), the captions at the dataset's mean token count.
+    Counted on slices of the real widths, one pair on the CPU: two periods of every stack, then
+    one more of each stack in turn, the difference repeated to the real depth (equal to counting
+    the whole model). The Trainer's own ``total_flos``
+    (6 x parameters x the elements of the model's main input, BLIP-2's ``pixel_values``) is no
+    FLOP count for these models."""
+    import copy
+
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoProcessor
+    from transformers.initialization import no_init_weights
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.adapters import wrap_lora
+    from idc_toolkit.models.recipe import caption_loss_sum
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import TrainArgs, resolve_run
+    from idc_toolkit.training.estimate import STACKS, probe_batch, prompt_tokens
+
+    cls = get_recipe_class(name)
+    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    mean = mean_caption_tokens(AutoProcessor.from_pretrained(base).tokenizer, data)
+    settings = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=base, batch_size=1,
+                                                 dtype="bfloat16", val_split=None)).replace(max_caption_tokens=mean)
+    config = AutoConfig.from_pretrained(base)
+    period = {"vision_model": 1, "language_model": 1,
+              "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
+    depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
+
+    def counted(periods: dict) -> int:  # forward, loss and backward of one pair through a slice
+        cut = copy.deepcopy(config)
+        for stack, (attr, field) in STACKS.items():
+            setattr(getattr(cut, attr), field, periods[stack] * period[stack])
+        torch.set_default_dtype(torch.bfloat16)
+        with no_init_weights():  # only shapes matter to the count
+            model = getattr(transformers, cls.model_class)(cut)
+        torch.set_default_dtype(torch.float32)
+        recipe = cls(settings, facts)
+        recipe.prepare(model)
+        net = wrap_lora(model, recipe.lora_config(model))
+        net.train()
+        inputs = probe_batch(cls, settings, cut, torch.bfloat16, prompt_tokens(recipe, settings))
+        labels = inputs.pop("labels")
+        with FlopCounterMode(display=False) as counter:
+            caption_loss_sum(net(**inputs).logits, labels)[0].backward()
+        return counter.get_total_flops()
+
+    # two periods of each stack (the first layer's input needs no gradient), then one more of one
+    # stack: the difference is that stack's period, repeated to the real depth
+    two = {stack: 2 for stack in STACKS}
+    base_count = counted(two)
+    total = base_count + sum((counted({**two, stack: 3}) - base_count) * (depth[stack] / period[stack] - 2) for stack in STACKS)
+    return total * batch
+
+
+def mean_caption_tokens(tokenizer, data: str) -> int:
+    """The mean token count of the training split's captions."""
+    import datasets
+
+    captions = [c for row in datasets.load_dataset(data, split="train")["captions"] for c in row]
+    return round(sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in captions) / len(captions))
+
+
 def real_size_child(name: str, base: str, data: str, out: str, steps: int, batch: int, checkpointing: bool,
                     compiled: bool = False) -> None:
-    """One ``train()`` run in this process; prints its peak memory, samples/s and MFU as JSON."""
-    import torch
+    """One ``train()`` run in this process; prints its peak memory, samples/s over the Trainer's
+    runtime and after the first step (each step's end synchronised: the step itself reads nothing
+    back) as JSON."""
+    import statistics
+    import time
 
-    from gpu_peaks import mfu
+    import torch
+    from transformers import TrainerCallback
 
     from idc_toolkit.training import TrainArgs
     from idc_toolkit.training.train import train
 
+    class StepTimes(TrainerCallback):
+        def __init__(self):
+            self.times, self.last = [], None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.last = self.last or time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+            now = time.perf_counter()
+            self.times.append(now - self.last)
+            self.last = now
+
+    timer = StepTimes()
     args = TrainArgs(name, dataset=data, out=out, base_model=base, batch_size=batch, dtype="bfloat16", val_split="",
                      max_steps=steps, device=DEVICE, report_to="none", progress=False, lr=1e-4,
                      gradient_checkpointing=checkpointing, compile=compiled)
-    train(args)
+    train(args, callbacks=[timer])
     record = json.loads((Path(out) / "train_config.json").read_text())
-    metrics = record["trainer_metrics"]
-    runtime = metrics["train_runtime"]
+    runtime = record["trainer_metrics"]["train_runtime"]
     peak = torch.cuda.max_memory_allocated() if DEVICE == "cuda" else 0
-    share = mfu(metrics.get("total_flos", 0) / runtime, torch.cuda.get_device_name()) if DEVICE == "cuda" else None
-    print("RESULT " + json.dumps({"peak_GiB": peak / 2**30, "samples_per_s": steps * batch / runtime, "mfu": share,
-                                  "compile": (record.get("speed") or {}).get("compile")}))
+    print("RESULT " + json.dumps({"peak_GiB": peak / 2**30, "samples_per_s": steps * batch / runtime,
+                                  "steady_samples_per_s": batch / statistics.median(timer.times[1:]) if steps > 1 else None,
+                                  "first_step_s": timer.times[0], "compile": (record.get("speed") or {}).get("compile")}))
 
 
-def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None, compiled: bool = False) -> None:
+def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None, compiled: bool = False,
+                   recipes: tuple = ("blip2idc", "davir")) -> None:
     """``data_root``: ``demo_data``'s two folders made beforehand (``ds/``, ``ents/``), e.g. on a
     machine with spaCy, for a GPU machine without it."""
     import subprocess
@@ -195,19 +284,21 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
 
     import transformers
 
-    from gpu_peaks import gpu_model, shown
+    from gpu_peaks import gpu_model, mfu, shown
 
     gpu = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     model = gpu_model(gpu) if DEVICE == "cuda" else None
     print(f"idc-train on the real configurations, random weights ({gpu}, torch {torch.__version__}, transformers "
-          f"{transformers.__version__}, {steps} steps, batch {batch}, bf16, no validation; MFU: the Trainer's FLOP count "
-          f"over the runtime and the {model or 'unknown'} bf16 dense peak)")
-    print("| recipe | `--dry-run` total | peak allocated | samples/s | MFU |\n| --- | ---: | ---: | ---: | ---: |")
+          f"{transformers.__version__}, {steps} steps, batch {batch}, bf16, no validation; MFU: step_flops() a pair "
+          f"times the samples/s after the first step, over the {model or 'unknown'} bf16 dense peak)")
+    print("| recipe | `--dry-run` total | peak allocated | samples/s (run) | samples/s (after step 1) | first step | "
+          "TFLOP a pair | MFU |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ds, ents = (Path(data_root) / "ds", Path(data_root) / "ents") if data_root else demo_data(root)
-        for name, data in (("blip2idc", ds), ("davir", ents)):
+        for name, data in ((n, d) for n, d in (("blip2idc", ds), ("davir", ents)) if n in recipes):
             base = save_real_size(name, root / f"base_{name}", DEVICE)
+            per_pair = step_flops(name, str(base), str(data), 1)
             runs = [(False, False)] if name == "blip2idc" else [(False, False), (True, False)]
             runs += [(False, True)] if compiled else []
             for ckpt, comp in runs:
@@ -222,7 +313,7 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
                 line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
                 label = name + (", `--gradient-checkpointing`" if ckpt else "") + (", `--compile`" if comp else "")
                 if line is None:
-                    print(f"| {label} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | | |")
+                    print(f"| {label} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | | | | | |")
                     continue
                 r = json.loads(line[7:])
                 error = f" ({100 * (guess - r['peak_GiB']) / r['peak_GiB']:+.0f}%)" if r["peak_GiB"] else ""
@@ -230,8 +321,10 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
                 if comp:
                     label += (f" (first step {info.get('first_step_s')} s, then {info.get('later_step_s')} s)"
                               if info.get("compiled") else f" (not compiled: {info.get('reason')})")
-                print(f"| {label} | {guess:.2f} GiB | {r['peak_GiB']:.2f} GiB{error} | {r['samples_per_s']:.1f} | "
-                      f"{shown(r['mfu'])} |", flush=True)
+                steady = r["steady_samples_per_s"] or r["samples_per_s"]
+                share = mfu(per_pair * steady, gpu) if DEVICE == "cuda" else None
+                print(f"| {label} | {guess:.2f} GiB | {r['peak_GiB']:.2f} GiB{error} | {r['samples_per_s']:.1f} | {steady:.1f} | "
+                      f"{r['first_step_s']:.1f} s | {per_pair / 1e12:.2f} | {shown(share)} |", flush=True)
             import shutil
 
             shutil.rmtree(base)
@@ -244,7 +337,8 @@ if __name__ == "__main__":
         name, base, data, out, steps, batch, ckpt, comp = options.child
         real_size_child(name, base, data, out, int(steps), int(batch), ckpt == "1", comp == "1")
     elif options.real_size:
-        real_size_runs(options.steps or 12, options.batch_size or 16, data_root=options.data, compiled=options.compile)
+        real_size_runs(options.steps or 12, options.batch_size or 16, data_root=options.data, compiled=options.compile,
+                       recipes=tuple(options.recipes.split(",")))
     elif options.make_data:
         demo_data(Path(options.make_data))
     elif options.estimates_only:
