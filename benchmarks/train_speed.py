@@ -7,7 +7,7 @@ peak RSS of the process. The real BLIP-2 OPT-2.7B / InstructBLIP-Vicuna-7B confi
 batch 16 in bf16 need a GPU, which this project's machines do not have: not measured here.
 
     python benchmarks/train_speed.py [--steps 40] [--batch-size 8]
-    python benchmarks/train_speed.py --real-size [--steps 12] [--compile] [--recipes blip2idc]     (on a GPU)
+    python benchmarks/train_speed.py --real-size [--steps 12] [--compile] [--best-batch] [--recipes blip2idc]  (on a GPU)
 
 ``--real-size`` (a GPU): both recipes on randomly initialised weights of the real configurations
 (below; the tiny tokenizers and processors), batch 16, bf16, no validation, each run in its own
@@ -43,6 +43,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None, help="default: 8 tiny, 16 real size")
     p.add_argument("--real-size", action="store_true", help="the real configurations on a GPU (random weights)")
     p.add_argument("--compile", action="store_true", help="with --real-size: a --compile run of each recipe too")
+    p.add_argument("--best-batch", action="store_true",
+                   help="with --real-size: a run of each recipe at the largest batch (a multiple of 8) the estimate fits in 90%% "
+                        "of the GPU's memory too (--make-data's --pairs-per-type must give that many pairs)")
+    p.add_argument("--pairs-per-type", type=int, default=10, help="--make-data: demo pairs per change type (6 types)")
     p.add_argument("--recipes", default="blip2idc,davir", help="with --real-size: which recipes, comma-separated")
     p.add_argument("--data", help="with --real-size: the folder --make-data wrote (a GPU machine without spaCy)")
     p.add_argument("--make-data", metavar="DIR", help="write the demo data (ds/, ents/) into DIR and stop")
@@ -269,8 +273,24 @@ def real_size_child(name: str, base: str, data: str, out: str, steps: int, batch
                                   "first_step_s": timer.times[0], "compile": (record.get("speed") or {}).get("compile")}))
 
 
+def largest_batch(name: str, base: Path, batch: int) -> int:
+    """The largest batch, a multiple of 8, that ``--dry-run``'s estimate fits in 90% of the GPU's memory."""
+    import torch
+
+    from idc_toolkit.facts import DatasetFacts
+    from idc_toolkit.models.registry import get_recipe_class
+    from idc_toolkit.training import TrainArgs, resolve_run
+    from idc_toolkit.training.estimate import estimate
+
+    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    settings = resolve_run(get_recipe_class(name), facts, TrainArgs(name, dataset="data", out="run", base_model=str(base),
+                                                                    batch_size=batch, dtype="bfloat16", val_split=None))
+    memory = torch.cuda.get_device_properties(0).total_memory if DEVICE == "cuda" else 2 * 2**30
+    return max(8, estimate(get_recipe_class(name), settings, facts, DEVICE).largest_batch(int(0.9 * memory)) // 8 * 8)
+
+
 def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None, compiled: bool = False,
-                   recipes: tuple = ("blip2idc", "davir")) -> None:
+                   recipes: tuple = ("blip2idc", "davir"), best_batch: bool = False) -> None:
     """``data_root``: ``demo_data``'s two folders made beforehand (``ds/``, ``ents/``), e.g. on a
     machine with spaCy, for a GPU machine without it."""
     import subprocess
@@ -296,22 +316,33 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ds, ents = (Path(data_root) / "ds", Path(data_root) / "ents") if data_root else demo_data(root)
+        import datasets
+
+        rows = {"blip2idc": datasets.load_dataset(str(ds), split="train").num_rows,
+                "davir": datasets.load_dataset(str(ents), split="train").num_rows}
         for name, data in ((n, d) for n, d in (("blip2idc", ds), ("davir", ents)) if n in recipes):
             base = save_real_size(name, root / f"base_{name}", DEVICE)
             per_pair = step_flops(name, str(base), str(data), 1)
-            runs = [(False, False)] if name == "blip2idc" else [(False, False), (True, False)]
-            runs += [(False, True)] if compiled else []
-            for ckpt, comp in runs:
+            runs = [(False, False, batch)] if name == "blip2idc" else [(False, False, batch), (True, False, batch)]
+            runs += [(False, True, batch)] if compiled else []
+            if best_batch:
+                runs.append((False, False, largest_batch(name, base, batch)))
+            for ckpt, comp, size in runs:
+                if size > rows[name]:  # a batch larger than the split would count pairs it never trained on
+                    print(f"| {name}, batch {size} | needs {size} training pairs, the data has {rows[name]} (--make-data "
+                          f"--pairs-per-type {-(-size // 6)}) | | | | | | |")
+                    continue
                 settings = resolve_run(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
-                                            TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=batch,
+                                            TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=size,
                                                       dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
                 guess = estimate(get_recipe_class(name), settings, DatasetFacts(builder="clevr_change", pair_style="scene"),
                                  DEVICE).total_bytes / 2**30
-                out = root / f"run_{name}_{ckpt}_{comp}"
+                out = root / f"run_{name}_{ckpt}_{comp}_{size}"
                 proc = subprocess.run([sys.executable, __file__, "--child", name, str(base), str(data), str(out), str(steps),
-                                       str(batch), str(int(ckpt)), str(int(comp))], capture_output=True, text=True)
+                                       str(size), str(int(ckpt)), str(int(comp))], capture_output=True, text=True)
                 line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
                 label = name + (", `--gradient-checkpointing`" if ckpt else "") + (", `--compile`" if comp else "")
+                label += f", batch {size}" if size != batch else ""
                 if line is None:
                     print(f"| {label} | {guess:.2f} GiB | failed: {proc.stderr[-1500:]} | | | | | |")
                     continue
@@ -338,9 +369,9 @@ if __name__ == "__main__":
         real_size_child(name, base, data, out, int(steps), int(batch), ckpt == "1", comp == "1")
     elif options.real_size:
         real_size_runs(options.steps or 12, options.batch_size or 16, data_root=options.data, compiled=options.compile,
-                       recipes=tuple(options.recipes.split(",")))
+                       recipes=tuple(options.recipes.split(",")), best_batch=options.best_batch)
     elif options.make_data:
-        demo_data(Path(options.make_data))
+        demo_data(Path(options.make_data), options.pairs_per_type)
     elif options.estimates_only:
         real_size_estimates()
     else:
