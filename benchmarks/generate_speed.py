@@ -1,9 +1,11 @@
 """Generation speed of the checkpoint runners (pairs/s), batched, through the real code path.
 
 By default it builds tiny random BLIP-2 and InstructBLIP models (CPU-sized) and captions the
-demo test pairs. On a GPU machine with real weights, pass them:
+demo test pairs. On a GPU, ``--real-size`` builds BLIP-2 OPT-2.7B's layout with random bf16
+weights (``train_speed.py``'s real-size base) for BLIP2IDC; or pass real weights:
 
     python benchmarks/generate_speed.py [--pairs 64] [--batch-size 8] [--device auto]
+    python benchmarks/generate_speed.py --real-size --device cuda --batch-size 32 --pairs 96 --max-new-tokens 20
     python benchmarks/generate_speed.py --blip2-base Salesforce/blip2-opt-2.7b --blip2-adapter weights/spot_sota/... --device cuda
 """
 
@@ -32,6 +34,7 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="auto")
+    p.add_argument("--real-size", action="store_true", help="BLIP2IDC on BLIP-2 OPT-2.7B's layout, random bf16 weights")
     p.add_argument("--blip2-base")
     p.add_argument("--blip2-adapter")
     p.add_argument("--max-new-tokens", type=int, default=77)
@@ -44,6 +47,13 @@ def main() -> None:
         source = open_split(str(tmp / "ds"), "train")[0]
         rows = [{**r, "before": decode_image(r["before"]), "after": decode_image(r["after"]), "entities": ["cube"]}
                 for r in source.read(0, min(args.pairs, len(source)))]
+        if args.real_size:
+            import sys
+
+            sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_speed.py
+            from train_speed import save_real_size
+
+            args.blip2_base = str(save_real_size("blip2idc", tmp / "blip2_real_size", device))
         configs = [("blip2idc", args.blip2_base or str(save_tiny_blip2(tmp / "blip2")), args.blip2_adapter)]
         if not args.blip2_base:
             configs.append(("davir", str(save_tiny_instructblip(tmp / "iblip")), None))
@@ -58,7 +68,7 @@ def main() -> None:
             for k in range(0, len(rows), args.batch_size):
                 runner.generate(rows[k : k + args.batch_size])
             dt = time.perf_counter() - t
-            kind = "tiny random" if not args.blip2_base else "given"
+            kind = "real-size random" if args.real_size else "tiny random" if not args.blip2_base else "given"
             print(f"{name:9s} ({kind} model, {device}, batch {args.batch_size}, max_new_tokens {args.max_new_tokens}): "
                   f"{len(rows) / dt:6.1f} pairs/s")
 
