@@ -286,8 +286,9 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
         if last:
             log.info("resuming from %s", last)
         outcome = trainer.train(resume_from_checkpoint=last)
-        metrics = {**outcome.metrics, "train_loss": whole_run_loss(trainer.state.log_history, done_step,
-                                                                   outcome.metrics.get("train_loss"), trainer.state.global_step)}
+        metrics = {**{k: v for k, v in outcome.metrics.items() if k != "total_flos"},  # see IDCTrainer.floating_point_ops
+                   "train_loss": whole_run_loss(trainer.state.log_history, done_step, outcome.metrics.get("train_loss"),
+                                                trainer.state.global_step)}
         if rank == 0:
             from ..files import write_text_atomic
             from .card import adapter_card
@@ -633,6 +634,13 @@ def _trainer_class():
                     if is_secret(f.name) and getattr(shown, f.name, None) is not None:
                         object.__setattr__(shown, f.name, MASK)
                 torch.save(shown, os.path.join(output_dir or self.args.output_dir, TRAINING_ARGS_NAME))
+
+        def floating_point_ops(self, inputs):
+            return 0  # the Trainer's is 6 x parameters x the main input's elements: BLIP-2's pixel_values, no FLOP count
+
+        def log(self, logs, *args, **kwargs):
+            logs.pop("total_flos", None)  # the sum of floating_point_ops: left out rather than a number that is not one
+            super().log(logs, *args, **kwargs)
 
         def _get_train_sampler(self, *args, **kwargs):
             if self.recipe.run.group_by_length:  # asked for: it replaces even a recipe's unshuffled order
