@@ -12,7 +12,7 @@ batch 16 in bf16 need a GPU, which this project's machines do not have: not meas
 ``--real-size`` (a GPU): both recipes on randomly initialised weights of the real configurations
 (below; the tiny tokenizers and processors), batch 16, bf16, no validation, each run in its own
 process: samples/s over the Trainer's runtime and after the first step, MFU (``step_flops``: the
-model FLOPs of a pair counted by torch's FLOP counter, times the samples/s after the first step,
+model FLOPs of a pair, ``idc_toolkit.training.flops``, times the samples/s after the first step,
 over the GPU's bf16 dense peak, ``gpu_peaks.py``) and the peak of
 ``torch.cuda.max_memory_allocated``, beside ``--dry-run``'s estimate of the same run. The runs
 use ``idc-train``'s defaults on a GPU (DataLoader workers, pinned memory, fused AdamW, the losses
@@ -165,74 +165,21 @@ def save_real_size(name: str, folder: Path, device: str) -> Path:
 
 
 def step_flops(name: str, base: str, data: str, batch: int) -> float:
-    """The model FLOPs of one optimizer step of ``batch`` pairs (:func:`pair_flops`, checkpointing's
-    recomputation not included), the captions at the dataset's mean token count. Counted on slices
-    of the real widths, one pair on the CPU: two periods of every stack, then one more of each
-    stack in turn, the difference repeated to the real depth (equal to counting the whole model).
-    The Trainer's own ``total_flos`` (6 x parameters x the elements of the model's main input,
-    BLIP-2's ``pixel_values``) is no FLOP count for these models."""
-    from transformers import AutoConfig, AutoProcessor
-
-    from idc_toolkit.training.estimate import STACKS
-
-    tokens = mean_caption_tokens(AutoProcessor.from_pretrained(base).tokenizer, data)
-    config = AutoConfig.from_pretrained(base)
-    period = periods(config)
-    depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
-    two = {stack: 2 for stack in STACKS}  # the first layer of a stack differs: its input needs no gradient
-    base_count = pair_flops(name, base, tokens, two)
-    return batch * (base_count + sum((pair_flops(name, base, tokens, {**two, stack: 3}) - base_count)
-                                     * (depth[stack] / period[stack] - 2) for stack in STACKS))
-
-
-def periods(config) -> dict:
-    """Layers a stack repeats: one, or a Q-Former's cross-attention period."""
-    return {"vision_model": 1, "language_model": 1,
-            "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
-
-
-def pair_flops(name: str, base: str, caption_tokens: int, cut: Optional[dict] = None) -> int:
-    """FLOPs of one pair's forward, caption loss and backward through the recipe's LoRA model,
-    counted by ``torch.utils.flop_counter``; ``cut``: that many periods of each stack (default:
-    the whole model). Weights are allocated, never initialised: only shapes matter."""
-    import copy
-
-    import torch
-    import transformers
-    from torch.utils.flop_counter import FlopCounterMode
-    from transformers import AutoConfig
-    from transformers.initialization import no_init_weights
+    """The model FLOPs of one optimizer step of ``batch`` pairs (``idc_toolkit.training.flops``,
+    checkpointing's recomputation not included), the captions at the dataset's mean token count."""
+    from transformers import AutoProcessor
 
     from idc_toolkit.facts import DatasetFacts
-    from idc_toolkit.models.adapters import wrap_lora
-    from idc_toolkit.models.recipe import caption_loss_sum
     from idc_toolkit.models.registry import get_recipe_class
     from idc_toolkit.training import TrainArgs, resolve_run
-    from idc_toolkit.training.estimate import STACKS, probe_batch, prompt_tokens
+    from idc_toolkit.training.flops import step_pair_flops
 
     cls = get_recipe_class(name)
     facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    tokens = mean_caption_tokens(AutoProcessor.from_pretrained(base).tokenizer, data)
     settings = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=base, batch_size=1,
-                                                 dtype="bfloat16", val_split=None)).replace(max_caption_tokens=caption_tokens)
-    config = copy.deepcopy(AutoConfig.from_pretrained(base))
-    period = periods(config)
-    for stack, (attr, field) in STACKS.items() if cut else ():
-        setattr(getattr(config, attr), field, cut[stack] * period[stack])
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with no_init_weights():
-            model = getattr(transformers, cls.model_class)(config)
-    finally:
-        torch.set_default_dtype(torch.float32)
-    recipe = cls(settings, facts)
-    recipe.prepare(model)
-    net = wrap_lora(model, recipe.lora_config(model))
-    net.train()
-    inputs = probe_batch(cls, settings, config, torch.bfloat16, prompt_tokens(recipe, settings))
-    labels = inputs.pop("labels")
-    with FlopCounterMode(display=False) as counter:
-        caption_loss_sum(net(**inputs).logits, labels)[0].backward()
-    return counter.get_total_flops()
+                                                 dtype="bfloat16", val_split=None)).replace(max_caption_tokens=tokens)
+    return batch * step_pair_flops(cls, settings, facts)
 
 
 def mean_caption_tokens(tokenizer, data: str) -> int:

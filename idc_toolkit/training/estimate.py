@@ -60,6 +60,7 @@ class Estimate:
     batch_size: int = 1  #: the micro-batch the activations are for
     budget_bytes: int | None = None  #: ``--memory-budget``: what :meth:`largest_batch` fits in
     effective_batch: int = 1  #: the pairs of one optimizer step (batch x accumulation)
+    pair_flops: int | None = None  #: FLOPs of one pair of a step (:mod:`.flops`; ``--dry-run`` counts them)
 
     @property
     def total_bytes(self) -> int:
@@ -104,12 +105,24 @@ class Estimate:
             lines.append(f"  - {stack}: {n / 2 ** 20:.1f} MiB a layer")
         lines.append(f"- total: {self.total_bytes / gib:.2f} GiB (allocator overhead and the CUDA context, ~0.5-1 GiB, "
                      "come on top)")
+        if self.pair_flops is not None:
+            lines.append(f"- compute: {_flops(self.pair_flops)} a pair, {_flops(self.pair_flops * self.effective_batch)} an "
+                         "optimizer step (forward, caption loss and backward, captions at their longest; counted by torch's "
+                         "FLOP counter, checkpointing's recomputation not included)")
         if self.budget_bytes is not None:
             micro, accum = self.split()
             lines.append(f"- in {self.budget_bytes / gib:.1f} GiB: batches up to {self.largest_batch()} pairs fit; the effective "
                          f"batch of {self.effective_batch} trains as " + (f"--batch-size {micro} --grad-accum {accum}" if micro
                                                                           else "nothing: not one pair fits"))
         return "\n".join(lines)
+
+
+def _flops(n: int) -> str:
+    """``n`` FLOPs in the largest unit that keeps a whole number in front (1.72 TFLOP, 61.5 MFLOP)."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} FLOP"
 
 
 def _group(name: str) -> str:
@@ -182,8 +195,7 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
     The slice has three periods of each stack (one layer; a Q-Former cross-attention period); the
     second period's bytes are the per-layer figure the real depth repeats (the first layer of a
     stack saves less: its input needs no gradient; the last may differ where a recipe changes it)."""
-    period = {"vision_model": 1, "language_model": 1,
-              "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
+    period = stack_periods(config)
     depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
     # three periods: the first (its input needs no gradient), a steady one that the real depth
     # repeats, and the last, which a recipe may change (DAVIR's eager final ViT layer): each once
@@ -204,6 +216,12 @@ def activation_bytes(recipe_cls, settings, facts, config, model_class, dtype, au
         pair = total(True)[0] + max(layer.values())
     b = settings.batch_size
     return int(pair * b), {s: int(v * b) for s, v in layer.items()}
+
+
+def stack_periods(config) -> dict[str, int]:
+    """Layers each stack repeats: one, or a Q-Former's cross-attention period."""
+    return {"vision_model": 1, "language_model": 1,
+            "qformer": int(getattr(config.qformer_config, "cross_attention_frequency", 1) or 1)}
 
 
 def _layers(net, stack: str, n: int) -> list:
@@ -227,25 +245,10 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
     hidden state that nothing saved (attention maps a recipe captures: alive until its encoder
     returns). Parameters and buffers are not counted: they are the weights."""
     import torch
-    from ..models.adapters import wrap_lora
-    from transformers.initialization import no_init_weights
 
     from ..models.recipe import caption_loss_sum
 
-    cut = copy.deepcopy(config)
-    for stack, (attr, field) in STACKS.items():
-        setattr(getattr(cut, attr), field, depths[stack])
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype if dtype.is_floating_point else previous)
-    try:
-        with no_init_weights():  # allocated, never initialised (buffers are): only sizes matter here
-            model = model_class(cut)
-    finally:
-        torch.set_default_dtype(previous)
-    recipe = recipe_cls(settings, facts)
-    recipe.prepare(model)
-    net = wrap_lora(model, recipe.lora_config(model))
-    net.train()
+    net, cut, recipe = slice_model(recipe_cls, settings, facts, config, model_class, dtype, depths)
     if checkpointing:
         # the name newer transformers use, else the older one
         (getattr(net, "activation_checkpointing_enable", None) or net.gradient_checkpointing_enable)()
@@ -322,6 +325,32 @@ def _saved_bytes(recipe_cls, settings, facts, config, model_class, dtype, autoca
         for h in handles:
             h.remove()
     return other[0] + out.logits.untyped_storage().nbytes(), per_layer
+
+
+def slice_model(recipe_cls, settings, facts, config, model_class, dtype, depths: dict[str, int] | None = None):
+    """``(net, config, recipe)``: the recipe's LoRA model (its hooks prepared, in training mode) on
+    ``config`` cut to ``depths`` layers per stack (``None``: whole), its weights allocated at
+    ``dtype`` and never initialised (buffers are): only sizes matter to what is measured on it."""
+    import torch
+    from transformers.initialization import no_init_weights
+
+    from ..models.adapters import wrap_lora
+
+    cut = copy.deepcopy(config)
+    for stack, (attr, field) in STACKS.items() if depths else ():
+        setattr(getattr(cut, attr), field, depths[stack])
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype if dtype.is_floating_point else previous)
+    try:
+        with no_init_weights():
+            model = model_class(cut)
+    finally:
+        torch.set_default_dtype(previous)
+    recipe = recipe_cls(settings, facts)
+    recipe.prepare(model)
+    net = wrap_lora(model, recipe.lora_config(model))
+    net.train()
+    return net, cut, recipe
 
 
 def _shape_only_linear(autocast_dtype):

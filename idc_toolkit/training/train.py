@@ -222,6 +222,11 @@ def train(args: TrainArgs, callbacks: Sequence[Any] = ()) -> TrainResult:
 
         guess = estimate(recipe_cls, settings, facts, resolve_device(args.device), args.memory_budget)
         if args.dry_run:
+            import dataclasses
+
+            from .flops import step_pair_flops
+
+            guess = dataclasses.replace(guess, pair_flops=step_pair_flops(recipe_cls, settings, facts))
             return TrainResult(out, out / "adapter", settings=settings, estimate=guess)
         settings = fit_budget(settings, guess)
     if (out / "adapter").exists() and not (out / "adapter").is_dir():
