@@ -117,6 +117,14 @@ class Estimate:
         return "\n".join(lines)
 
 
+def base_config(settings) -> Any:
+    """The base model's configuration (its ``config.json`` alone, at ``settings.revision``)."""
+    from transformers import AutoConfig
+
+    kwargs: dict[str, Any] = {"revision": settings.revision} if settings.revision else {}
+    return AutoConfig.from_pretrained(settings.base_model, **kwargs)
+
+
 def _flops(n: int) -> str:
     """``n`` FLOPs in the largest unit that keeps a whole number in front (1.72 TFLOP, 61.5 MFLOP)."""
     for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
@@ -138,12 +146,10 @@ def estimate(recipe_cls, settings, facts, device: str, budget_gib: float | None 
     import torch
     import transformers
     from ..models.adapters import wrap_lora
-    from transformers import AutoConfig
 
     from ..devices import resolve_dtype
 
-    kwargs: dict[str, Any] = {"revision": settings.revision} if settings.revision else {}
-    config = AutoConfig.from_pretrained(settings.base_model, **kwargs)
+    config = base_config(settings)
     model_class = getattr(transformers, recipe_cls.model_class)
     with torch.device("meta"):
         model = model_class(config)

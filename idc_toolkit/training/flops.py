@@ -15,31 +15,31 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .estimate import STACKS, probe_batch, prompt_tokens, slice_model, stack_periods
+from .estimate import STACKS, base_config, probe_batch, prompt_tokens, slice_model, stack_periods
 
 
 def step_pair_flops(recipe_cls, settings, facts) -> int:
     """FLOPs of one pair of an optimizer step of ``settings`` (its captions at
     ``settings.max_caption_tokens``), extrapolated from slices (see the module docstring)."""
-    config = _config(settings)
+    config = base_config(settings)
     period = stack_periods(config)
     depth = {s: getattr(getattr(config, a), f) for s, (a, f) in STACKS.items()}
     two = {stack: 2 for stack in STACKS}
-    base = pair_flops(recipe_cls, settings, facts, two)
-    return int(base + sum((pair_flops(recipe_cls, settings, facts, {**two, stack: 3}) - base)
+    base = pair_flops(recipe_cls, settings, facts, two, config)
+    return int(base + sum((pair_flops(recipe_cls, settings, facts, {**two, stack: 3}, config) - base)
                           * (depth[stack] - 2 * period[stack]) // period[stack] for stack in STACKS))
 
 
-def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None) -> int:
+def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None, config: Any = None) -> int:
     """FLOPs of one pair's forward, caption loss and backward through the model cut to ``cut``
-    periods of each stack (default: the whole model)."""
+    periods of each stack (default: the whole model); ``config``: the base's, where already read."""
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..models.recipe import caption_loss_sum
 
-    config = _config(settings)
+    config = config if config is not None else base_config(settings)
     period = stack_periods(config)
     depths = {stack: cut[stack] * period[stack] for stack in STACKS} if cut else None
     net, config, recipe = slice_model(recipe_cls, settings, facts, config, getattr(transformers, recipe_cls.model_class),
@@ -50,9 +50,3 @@ def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None
         caption_loss_sum(net(**inputs).logits, labels)[0].backward()
     return int(counter.get_total_flops())
 
-
-def _config(settings) -> Any:
-    from transformers import AutoConfig
-
-    kwargs: dict[str, Any] = {"revision": settings.revision} if settings.revision else {}
-    return AutoConfig.from_pretrained(settings.base_model, **kwargs)
