@@ -12,6 +12,7 @@ would give.
 from __future__ import annotations
 
 import threading
+from array import array
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from .registry import columns, metric_class, resolve_families
 from .results import GroupScores, PairCache, ScoreResult
 from .text import sanitize_caption
 from .tokenizer import ptb_tokenize_blocks
+from .views import Slices
 
 
 
@@ -74,11 +76,7 @@ def build_cache(
             tokens = tokenize(flat_refs + hyps_raw)
             ref_tokens, cache.hypotheses = tokens[:len(flat_refs)], tokens[len(flat_refs):]
             del tokens
-        pos = 0
-        for i in scored:
-            k = len(references[i])
-            cache.references.append(ref_tokens[pos: pos + k])
-            pos += k
+        cache.references = Slices(ref_tokens, [len(references[i]) for i in scored])
         del scored, flat_refs, hyps_raw, ref_tokens  # a slot per caption each, while the metrics compute
         for m in metrics.values():
             if m.background:
@@ -157,9 +155,10 @@ def score_groups(
         for note in metric_class(family).notes():
             say(note)
     position = {pid: k for k, pid in enumerate(references)}  # the cache's pair order
-    group_indices = {"overall": list(range(len(position)))}
+    # 8 bytes a member, not an int object per pair, while the metrics compute
+    group_indices: dict[str, Sequence[int]] = {"overall": range(len(position))}
     for gname, gids in (groups or {}).items():
-        group_indices[gname] = [position[g] for g in gids]
+        group_indices[gname] = array("q", map(position.__getitem__, gids))
     del position  # a dict entry per pair, not needed while the metrics compute
     scored = {g: idx for g, idx in group_indices.items() if idx}  # an empty group has no score, not 0
     by_metric: dict[str, tuple[dict, dict]] = {}

@@ -21,6 +21,7 @@ import hashlib
 import queue
 import subprocess
 import threading
+from array import array
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
@@ -30,6 +31,7 @@ from .meteor_pool import AlignerPool, processes_for
 from .meteor_stats import aggregate_statistics, meteor_score, score_line
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
+from .views import Picked
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
@@ -43,6 +45,8 @@ C1_ONLY_BELOW = 4000
 #: the longest caption METEOR is given: its aligner's memory grows with the product of the
 #: lengths (a 240 kB caption exhausts the JVM's 2 GB); IDC captions are < 500.
 MAX_METEOR_CHARS = 20_000
+#: bytes of a line's sha256, the statistics cache's key
+DIGEST = 32
 
 
 def check_lengths(ids: Sequence[str], hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
@@ -447,24 +451,26 @@ class Meteor(Metric):
         slot: dict[bytes, int] = {}  # a line's digest: a scoring holds 32 bytes a line, not the line
         self._which = np.fromiter((slot.setdefault(hashlib.sha256(score_line(h, r).encode()).digest(), len(slot))
                                    for h, r in zip(hypotheses, references)), dtype=np.int64, count=len(hypotheses))
-        self._unique = list(slot)
+        self._unique = b"".join(slot)  # the digests end to end: 32 bytes a line, not an object of 65
+        self._n_lines = n_lines = len(slot)
         del slot
         with statistics_cache(self.implementation) as cache:
-            cached: dict[int, str] = cache.get(self._keys(range(len(self._unique))))
+            cached: dict[int, str] = cache.get(self._keys(range(n_lines)))
         self._table: Optional[np.ndarray] = None  # each distinct line's statistics, parsed block by block
         self._parse(list(cached), list(cached.values()))  # now: the rows are kept, not the lines
-        first = np.full(len(self._unique), len(self._which), dtype=np.int64)
+        first = np.full(n_lines, len(self._which), dtype=np.int64)
         np.minimum.at(first, self._which, np.arange(len(self._which)))
-        todo = [u for u in range(len(self._unique)) if u not in cached]
+        todo = np.array([u for u in range(n_lines) if u not in cached], dtype=np.int64)
         del cached
-        self._todo_lines, self._todo = todo, first[todo].tolist()  # the distinct lines to align, and a pair holding each
+        # the distinct lines to align, and a pair holding each: 8 bytes a line, read back as ints
+        self._todo_lines, self._todo = array("q", todo.tobytes()), array("q", first[todo].tobytes())
         if self._todo and self.implementation == JAVA:
             self.workers = acquire_processes(meteor_workers(), coverage_needed([references[i] for i in self._todo]),
                                              len(self._todo))
         elif processes_for(len(self._todo)):
             if getattr(self, "_child", None) is None:
                 self._child = AlignerPool(processes_for(len(self._todo)))
-            self._child.submit([hypotheses[i] for i in self._todo], [references[i] for i in self._todo],
+            self._child.submit(Picked(hypotheses, self._todo), Picked(references, self._todo),
                                on_block=self._keep_block)
         elif getattr(self, "_child", None) is not None:
             self._child.cancel()
@@ -472,7 +478,7 @@ class Meteor(Metric):
 
     def _keys(self, slots: Sequence[int]) -> list[str]:
         """The statistics cache's keys of these distinct lines: their digests."""
-        return [self._unique[u].hex() for u in slots]
+        return [self._unique[u * DIGEST: (u + 1) * DIGEST].hex() for u in slots]
 
     def _parse(self, slots: Sequence[int], stats: Sequence[str]) -> None:
         """Statistics lines into their distinct lines' rows of the table (made at the first)."""
@@ -482,7 +488,7 @@ class Meteor(Metric):
         for k in range(0, len(stats), step):
             rows = np.array([line.split() for line in stats[k:k + step]], dtype=float)
             if self._table is None:  # whole counts below 65,536 as METEOR writes them: a quarter of float64's memory
-                self._table = np.zeros((len(self._unique), rows.shape[1]), dtype=np.uint16)
+                self._table = np.zeros((self._n_lines, rows.shape[1]), dtype=np.uint16)
             if self._table.dtype != rows.dtype and not _held_exactly(rows, self._table.dtype):
                 self._table = self._table.astype(rows.dtype)
             self._table[np.asarray(slots[k:k + step], dtype=np.int64)] = rows
@@ -518,7 +524,7 @@ class Meteor(Metric):
         if fresh is not None:
             self._keep_block(0, fresh)
         self.stats = self._table[self._which] if len(self._which) else np.array([])  # rows only: the lines are not kept
-        del self._which, self._unique, self._table, self._todo, self._todo_lines
+        del self._which, self._unique, self._n_lines, self._table, self._todo, self._todo_lines
 
     def assist(self) -> None:
         child = getattr(self, "_child", None)

@@ -26,7 +26,7 @@ class PairCache:
 
     ids: list[str]
     hypotheses: list[str]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
-    references: list[list[str]]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
+    references: Sequence[Sequence[str]]  # tokenized, of the pairs in ``captioned`` (until :meth:`release_tokens`)
     metrics: dict[str, Metric] = field(default_factory=dict)
     #: the positions (in ``ids``) of the pairs that have references, which the caption metrics score
     captioned: Optional[Sequence[int]] = None
@@ -50,7 +50,7 @@ class ScoreResult:
     #: each optional metric's status ("ok" or why it gave no score), by family
     statuses: dict[str, str]
     cache: PairCache
-    group_indices: dict[str, list[int]]
+    group_indices: dict[str, Sequence[int]]  # each group's positions in ``ids``: a range or an array of ints
     ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     scorer: str = "python"  #: which implementation of the jars' tools scored (:mod:`.implementation`)
 
