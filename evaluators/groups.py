@@ -20,6 +20,7 @@ import numpy as np
 
 from idc_toolkit.errors import EvaluationError
 from idc_toolkit.files import read_json, read_text
+from idc_toolkit.metrics.text import one_copy
 from idc_toolkit.schema import NO_CHANGE_CATEGORIES
 
 from .protocols import rcc_id
@@ -45,12 +46,13 @@ def read_category_map(path: Path | str) -> dict[str, list[str]]:
     pairs = ([(pid, cat) for cat, ids in data.items() for pid in ids] if all(isinstance(v, list) for v in data.values())
              else [(k, v) for k, v in data.items()])
     out: dict[str, list[str]] = {}
+    one = one_copy()  # a name per group, not a string per pair
     for pid, cat in pairs:
         if not isinstance(cat, str) or not cat:
             raise EvaluationError(f"{path}: pair {pid!r}: group {cat!r} is not a name (a non-empty string)")
         names = out.setdefault(rcc_id(str(pid)), [])
-        if str(cat) not in names:
-            names.append(str(cat))
+        if cat not in names:
+            names.append(one(cat))
     return out
 
 

@@ -481,7 +481,15 @@ def prepare(
     if empty_preds:
         warnings.append(f"{empty_preds} empty prediction(s) score 0, as in coco-caption")
     groups = breakdown_groups(refs, list(references), warnings) if breakdown else {}
-    return Prepared(hypotheses, references, groups, {p: refs.categories.get(p) for p in references}, warnings, len(missing))
+    return Prepared(hypotheses, references, groups, _categories_of(refs.categories, references), warnings, len(missing))
+
+
+def _categories_of(categories: dict[str, Optional[str]], references: dict[str, list[str]]) -> dict[str, Optional[str]]:
+    """Each scored pair's category; ``categories`` itself where it holds those pairs in their order
+    (one mapping of every pair, not two)."""
+    if len(categories) == len(references) and all(a == b for a, b in zip(categories, references)):
+        return categories
+    return {p: categories.get(p) for p in references}
 
 
 def missing_pairs(predictions: dict[str, str], refs: References, allow_missing: bool, warnings: list[str]) -> list[str]:
@@ -523,6 +531,8 @@ def scored_references(predictions: dict[str, str], refs: References, drop_empty_
         references[pid] = kept
     if no_refs:
         raise EvaluationError(f"pair(s) with no reference at all: {listed_ids(no_refs)}")
+    if len(references) == len(refs.captions) and all(references[p] is c for p, c in refs.captions.items()):
+        references = refs.captions  # every pair, as it was: one mapping of every pair, not two
     if empty_refs:
         if drop_empty_references:
             warnings.append(f"{empty_refs} empty reference(s) dropped (--drop-empty-references)")

@@ -55,7 +55,8 @@ def load_references(args: Optional[ReferenceArgs] = None, **fields: Any) -> Refe
     if a.groups:
         refs = apply_group_file(refs, a.groups)
     if a.iou_file:
-        refs.ious = read_iou_file(a.iou_file)
+        own = {pid: pid for pid in refs.captions}  # the references' own id strings: one string per pair, not two
+        refs.ious = {own.get(k, k): v for k, v in read_iou_file(a.iou_file).items()}
     return refs
 
 
@@ -191,7 +192,7 @@ def prepare_scoring(predictions: Predictions, preds: dict[str, str], refs: Refer
 
     prep = prepare(preds, refs, allow_missing=a.allow_missing, drop_empty_references=a.drop_empty_references,
                    breakdown=a.breakdown)
-    captions = dict(prep.hypotheses)
+    captions = prep.hypotheses  # never changed: a protocol that scores other hypotheses makes its own mapping
     choice = choice_metric(captions, prep, refs, a.metrics)
     named = list(a.metrics) if a.metrics else list(default_families(a.spice_jars))  # no SPICE warning nobody can act on
     s = Scoring(a, proto, refs, prep, source_name(predictions), captions, caption_metrics(named, a.metrics, prep, choice,
