@@ -41,7 +41,8 @@ class Cooked:
 
     def __init__(self) -> None:
         self.counts = array("q")  # n-grams of each sentence
-        self.orders, self.gids, self.tfs = array("b"), array("q"), array("q")
+        # 9 bytes an n-gram: fewer than 2**31 distinct n-grams, and a sentence repeats none 2**32 times
+        self.orders, self.gids, self.tfs = array("b"), array("i"), array("I")
 
     def add(self, orders: list[int], gids: list[int], tfs: list[int]) -> None:
         self.counts.append(len(orders))
@@ -57,8 +58,7 @@ def order_layouts(cooked: Cooked, pad_gid: int) -> list[tuple[np.ndarray, np.nda
     """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
     row = sentence, columns in insertion order; padding is ``pad_gid`` (weight 0) with tf 0."""
     lengths = np.frombuffer(cooked.counts, dtype=np.int64)
-    orders, gids, tfs = (np.frombuffer(a, dtype=np.int8 if a.typecode == "b" else np.int64)
-                         for a in (cooked.orders, cooked.gids, cooked.tfs))
+    orders, gids, tfs = (np.frombuffer(a, dtype=a.typecode) for a in (cooked.orders, cooked.gids, cooked.tfs))
     sentence = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
     layouts = []
     for n in range(N):
