@@ -20,12 +20,16 @@ prints, in one run:
   from /proc by this process). ``--ours-only`` skips every naive run (for ``--pairs 80000``).
   METEOR's JVMs (``--scorer java``): ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
+``--distinct-captions``: every caption its own text (COCO's and Spot-the-Diff's references are;
+CLEVR-Change's come from templates), so nothing repeats for the caches to share.
+
 ``--levir-no-change``: the no-change half shaped as LEVIR-CC's is (every no-change pair has the
 same five references, and a trained model answers 70% of them with one of those sentences), so
 many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoevalcap every
 time. The number of distinct segments is printed either way.
 
-    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change] [--fresh-repeats 3] [--ours-only]
+    python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change | --distinct-captions]
+        [--fresh-repeats 3] [--ours-only]
 """
 
 from __future__ import annotations
@@ -50,6 +54,21 @@ def levir_shaped(hyps: dict, refs: dict, cats: dict, seed: int = 0) -> None:
             refs[pid] = list(LEVIR_NO_CHANGE)
             if rng.random() < 0.7:
                 hyps[pid] = rng.choice(LEVIR_NO_CHANGE)
+
+
+def distinct_shaped(hyps: dict, refs: dict, seed: int = 0, vocabulary: int = 5000) -> None:
+    """Every caption made (nearly always) its own text, as COCO's or Spot-the-Diff's are: two words of
+    a ``vocabulary``-word list appended to each."""
+    import random
+
+    rng = random.Random(seed)
+
+    def own(caption: str) -> str:
+        return f"{caption} by the w{rng.randrange(vocabulary)} w{rng.randrange(vocabulary)}"
+
+    for pid in refs:
+        refs[pid] = [own(c) for c in refs[pid]]
+        hyps[pid] = own(hyps[pid])
 
 
 def naive_evaluation(gts_raw: dict, res_raw: dict) -> dict:
@@ -166,19 +185,24 @@ def main() -> None:
     p.add_argument("--levir-no-change", action="store_true", help="no-change pairs shaped as LEVIR-CC's (shared references)")
     p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) / (g') triples (the machine's speed drifts)")
     p.add_argument("--ours-only", action="store_true", help="no naive run: (c) to (e) and (g), (g') only, and the peak memory")
+    p.add_argument("--distinct-captions", action="store_true", help="every caption its own text (COCO-, Spot-the-Diff-shaped)")
     args = p.parse_args()
 
     hyps, refs, cats = synthetic_caption_set(args.pairs, n_refs=5, seed=1234)
     if args.levir_no_change:
         levir_shaped(hyps, refs, cats)
+    if args.distinct_captions:
+        distinct_shaped(hyps, refs)
     groups: dict[str, list[str]] = {}
     for pid, c in cats.items():
         groups.setdefault(c, []).append(pid)
     groups["change_only"] = [pid for pid, c in cats.items() if c != "distractor"]
     metrics = ["BLEU", "METEOR", "ROUGE_L", "CIDEr"]
     distinct = len({score_line(hyps[i], refs[i]) for i in hyps})
+    texts = len({*hyps.values(), *(c for rs in refs.values() for c in rs)})
     print(f"{args.pairs} pairs x 5 references, groups: overall + {len(groups)} ({', '.join(groups)}); "
-          f"{distinct} distinct (prediction, references) pairs" + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else ""))
+          f"{distinct} distinct (prediction, references) pairs, {texts} distinct captions"
+          + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else ""))
 
     naive_overall, time_a = {}, float("nan")
     if not args.ours_only:
