@@ -70,6 +70,24 @@ def test_one_segment_and_a_batch_agree(jvm):
         meteor_align.statistics(["a car\nmoved"], [["a car"]])
 
 
+def test_blocks_with_a_small_memo_answer_as_one_call_and_stay_within_its_bounds(monkeypatch):
+    """A job aligned block by block answers what one call does however little its memo keeps, and
+    the memo and the text cache stay within their bounds: distinct captions (COCO's, Spot-the-Diff's)
+    would otherwise grow them with every block."""
+    hyps, refs = bench.hard_segments(300, seed=5)
+    whole = meteor_align.statistics(hyps, refs)
+    monkeypatch.setattr(meteor_align, "_CACHE_LIMIT", 50)
+    meteor_align._TEXTS.clear()
+    memo, block, got = meteor_align.Memo(keep=40, keep_rows=30), 25, []
+    for k in range(0, len(hyps), block):
+        got += meteor_align.statistics(hyps[k:k + block], refs[k:k + block], memo=memo)
+        sentences = len({h for h in hyps[k:k + block]} | {r for rs in refs[k:k + block] for r in rs})
+        assert len(memo.sentences) <= 40 + sentences
+        assert len(memo.rows) <= 30 + sum(len(rs) for rs in refs[k:k + block])
+        assert len(meteor_align._TEXTS) <= 51
+    assert got == whole
+
+
 def test_lower_casing_is_javas_sigma_and_newer_capitals_included(jvm, monkeypatch):
     """METEOR lower-cases a line with Java 17's ``toLowerCase`` (:mod:`.java_text`): a capital sigma's
     final form by the JDK's word rules, capitals newer than Unicode 13 kept; words that Python's
