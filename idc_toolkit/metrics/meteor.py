@@ -31,8 +31,8 @@ from .meteor_pool import AlignerPool, processes_for
 from .meteor_stats import aggregate_statistics, meteor_score, score_line
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
-from .views import Picked
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
+from .views import Picked
 
 METEOR_ARGS = ["-jar", "-Xmx2G", "meteor-1.5.jar", "-", "-", "-stdio", "-l", "en", "-norm"]
 #: JVM settings that change how fast METEOR runs, never what it answers (Java's arithmetic is

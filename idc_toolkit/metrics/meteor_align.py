@@ -439,8 +439,7 @@ class Memo:
     by block does the work of one call; its sentences cleared past ``keep``, its aligned pairs past
     ``keep_rows``, so memory stays bounded (a job's sentences repeat far more than its pairs do)."""
 
-    # a sentence holds ~6 KB (its matches, hits, positions): 20,000 bound a job of distinct captions to
-    # ~120 MB, and a CLEVR-shaped job of 80,000 pairs meets 2,261
+    # a sentence holds ~6 kB: bounded where every caption differs, all kept for templated ones (benchmarks/README.md)
     def __init__(self, keep: int = 20_000, keep_rows: int = 20_000) -> None:
         self.sentences: dict[tuple, _Sentence] = {}
         self.rows: dict[tuple, list[int]] = {}

@@ -37,7 +37,7 @@ def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[int
 
 class Cooked:
     """Every distinct sentence's n-grams end to end as arrays of numbers (order, id, term frequency):
-    a Python tuple per n-gram held ~10x the memory until laid out (2.2 GB at 480,000 distinct captions)."""
+    a Python tuple per n-gram held several times the memory until laid out (benchmarks/README.md)."""
 
     def __init__(self) -> None:
         self.counts = array("q")  # n-grams of each sentence
@@ -51,7 +51,8 @@ class Cooked:
         self.tfs.extend(tfs)
 
     def clear(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        for name in ("counts", "orders", "gids", "tfs"):
+            setattr(self, name, array(getattr(self, name).typecode))
 
 
 def order_layouts(cooked: Cooked, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
