@@ -19,9 +19,9 @@ import numpy as np
 N = 4
 
 
-def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[int], list[int], list[int], int]:
-    """Each n-gram's order, id and term frequency in pycocoevalcap's insertion order, and the
-    length term.
+def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[list[int]], list[list[int]], int]:
+    """Per n-gram order, each n-gram's id and term frequency in pycocoevalcap's insertion order,
+    and the length term.
 
     The length is pycocoevalcap's: it adds the term frequencies of order index 1 (bigrams).
     """
@@ -30,50 +30,67 @@ def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[int
     for k in range(1, N + 1):
         for i in range(len(words) - k + 1):
             counts[tuple(words[i : i + k])] += 1
-    orders = [len(ngram) - 1 for ngram in counts]
-    gids = [intern.setdefault(ngram, len(intern)) for ngram in counts]
-    return orders, gids, list(counts.values()), sum(tf for ngram, tf in counts.items() if len(ngram) == 2)
+    gids: list[list[int]] = [[] for _ in range(N)]
+    tfs: list[list[int]] = [[] for _ in range(N)]
+    for ngram, tf in counts.items():
+        gids[len(ngram) - 1].append(intern.setdefault(ngram, len(intern)))
+        tfs[len(ngram) - 1].append(tf)
+    return gids, tfs, sum(tfs[1])
 
 
-class Cooked:
-    """Every distinct sentence's n-grams end to end as arrays of numbers (order, id, term frequency):
-    a Python tuple per n-gram held several times the memory until laid out (benchmarks/README.md)."""
-
-    def __init__(self) -> None:
-        self.counts = array("q")  # n-grams of each sentence
-        # 9 bytes an n-gram: fewer than 2**31 distinct n-grams, and a sentence repeats none 2**32 times
-        self.orders, self.gids, self.tfs = array("b"), array("i"), array("I")
-
-    def add(self, orders: list[int], gids: list[int], tfs: list[int]) -> None:
-        self.counts.append(len(orders))
-        self.orders.extend(orders)
-        self.gids.extend(gids)
-        self.tfs.extend(tfs)
-
-    def clear(self) -> None:
-        for name in ("counts", "orders", "gids", "tfs"):
-            setattr(self, name, array(getattr(self, name).typecode))
-
-
-def order_layouts(cooked: Cooked, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+class OrderLayouts:
     """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
-    row = sentence, columns in insertion order; padding is ``pad_gid`` (weight 0) with tf 0."""
-    lengths = np.frombuffer(cooked.counts, dtype=np.int64)
-    orders, gids, tfs = (np.frombuffer(a, dtype=a.typecode) for a in (cooked.orders, cooked.gids, cooked.tfs))
-    sentence = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
-    layouts = []
-    for n in range(N):
-        mine = orders == n
-        rows = sentence[mine]
-        column = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank within its sentence
-        width = int(column.max()) + 1 if len(rows) else 0
-        # the narrowest exact types (a term frequency is a count): a quarter of int64 / float64's memory
-        gid = np.full((len(lengths), width), pad_gid, dtype=np.min_scalar_type(pad_gid))
-        tf = np.zeros((len(lengths), width), dtype=np.min_scalar_type(int(tfs[mine].max(initial=0))))
-        gid[rows, column] = gids[mine]
-        tf[rows, column] = tfs[mine]
-        layouts.append((gid, tf))
-    return layouts
+    row = sentence, columns in insertion order; padding is the id :meth:`finish` is given (weight
+    0) with tf 0. Filled a block of sentences at a time: their n-grams as Python numbers are never
+    all held at once (they held several times the arrays' memory; benchmarks/README.md)."""
+
+    BLOCK = 4096  #: sentences whose n-grams are gathered before they are written into the arrays
+
+    def __init__(self, sentences: int, most_words: int) -> None:
+        bound = [max(most_words - n, 0) for n in range(N)]  # an order's n-grams in a sentence of that many words
+        # ids as int32 until the padding's id is known: fewer than 2**31 distinct n-grams (more: OverflowError)
+        self.gid = [np.full((sentences, b), -1, dtype=np.int32) for b in bound]
+        self.tf = [np.zeros((sentences, b), dtype=np.min_scalar_type(most_words)) for b in bound]
+        self.width = [0] * N
+        self.rows = 0  # sentences written
+        self.pending: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(N)]
+        self.held = 0
+
+    def add(self, gids: list[list[int]], tfs: list[list[int]]) -> None:
+        """The next sentence's n-grams, per order (:func:`precook`)."""
+        for (g, t, counts), order_gids, order_tfs in zip(self.pending, gids, tfs):
+            g += order_gids
+            t += order_tfs
+            counts.append(len(order_gids))
+        self.held += 1
+        if self.held == self.BLOCK:
+            self._write()
+
+    def _write(self) -> None:
+        for n, (g, t, counts) in enumerate(self.pending):
+            c = np.array(counts, dtype=np.int64)
+            if c.sum():
+                rows = np.repeat(np.arange(self.rows, self.rows + len(c)), c)
+                column = np.arange(len(rows)) - np.repeat(np.cumsum(c) - c, c)  # rank within its sentence
+                self.gid[n][rows, column] = g
+                self.tf[n][rows, column] = t
+                self.width[n] = max(self.width[n], int(c.max()))
+        self.rows += self.held
+        self.pending, self.held = [([], [], []) for _ in range(N)], 0
+
+    def finish(self, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The arrays, each cut to its widest sentence, in the narrowest exact types: a quarter of
+        int64's memory, or less; ``pad_gid`` fills what no n-gram does."""
+        self._write()
+        layouts = []
+        for gid, tf, width in zip(self.gid, self.tf, self.width):
+            gid, tf = gid[:, :width], tf[:, :width]
+            gid[gid < 0] = pad_gid
+            kind = np.min_scalar_type(pad_gid)
+            gid = gid.view(kind) if kind.itemsize == gid.itemsize else gid.astype(kind)
+            layouts.append((np.ascontiguousarray(gid), np.ascontiguousarray(tf.astype(np.min_scalar_type(int(tf.max(initial=0)))))))
+        self.gid, self.tf = [], []
+        return layouts
 
 
 def _columns_in(ref_gid: np.ndarray, ref_tf: np.ndarray, query_gid: np.ndarray, query_tf: np.ndarray) -> np.ndarray:
@@ -122,17 +139,13 @@ class NgramLayouts:
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
         intern: dict[tuple[str, ...], int] = {}
         sid: dict[str, int] = {}  # each distinct sentence's row in the layouts
-        cooked = Cooked()
-        lengths, words = array("q"), array("q")
+        sentences: list[str] = []
 
         def row(sentence: str) -> int:
             k = sid.get(sentence)
             if k is None:
-                *ngrams, length = precook(sentence, intern)
-                k = sid[sentence] = len(cooked.counts)
-                cooked.add(*ngrams)
-                lengths.append(length)
-                words.append(len(sentence.split()))
+                k = sid[sentence] = len(sentences)
+                sentences.append(sentence)
             return k
 
         # rows and pairs as int32 (half of int64's memory, a row per reference): fewer than 2**31 of either
@@ -141,13 +154,18 @@ class NgramLayouts:
         self.ref_sid = np.fromiter((row(r) for rs in references for r in rs), dtype=np.int32, count=int(self.n_refs.sum()))
         self.ref_start = np.concatenate([[0], np.cumsum(self.n_refs)])
         self.ref_pair = np.repeat(np.arange(len(references), dtype=np.int32), self.n_refs)
-        self.vocab = len(intern)
-        self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
-        self.words = np.array(words, dtype=np.int64)  # BLEU's
         sid.clear()
+        self.words = np.fromiter((len(s.split()) for s in sentences), dtype=np.int64, count=len(sentences))  # BLEU's
+        laid = OrderLayouts(len(sentences), int(self.words.max(initial=0)))
+        lengths = array("q")
+        for sentence in sentences:
+            gids, tfs, length = precook(sentence, intern)
+            laid.add(gids, tfs)
+            lengths.append(length)
+        self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
+        self.vocab = len(intern)
         intern.clear()
-        self.layout = order_layouts(cooked, pad_gid=self.vocab)
-        cooked.clear()
+        self.layout = laid.finish(pad_gid=self.vocab)
         # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
         hyps = sorted_distinct(self.hyp_sid)
         self.hyp_width = [int((tf[hyps] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
