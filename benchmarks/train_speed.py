@@ -86,9 +86,6 @@ def real_size_configs() -> dict:
 
 
 def real_size_estimates() -> None:
-    from idc_toolkit.facts import DatasetFacts
-    from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
     names = {"blip2idc": "BLIP-2 OPT-2.7B", "davir": "InstructBLIP-Vicuna-7B"}
@@ -99,12 +96,9 @@ def real_size_estimates() -> None:
         for name, config in real_size_configs().items():
             folder = Path(tmp) / name
             config.save_pretrained(folder)
-            cls = get_recipe_class(name)
-            facts = DatasetFacts(builder="clevr_change", pair_style="scene")
             rows = []
             for ckpt in (False, True):
-                s = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=str(folder), batch_size=16,
-                                                           dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
+                cls, s, facts = real_settings(name, folder, 16, ckpt)
                 rows.append(estimate(cls, s, facts, "cpu"))
             e, c = rows
             gib = 2 ** 30
@@ -164,22 +158,28 @@ def save_real_size(name: str, folder: Path, device: str) -> Path:
     return folder
 
 
-def step_flops(name: str, base: str, data: str, batch: int) -> float:
-    """The model FLOPs of one optimizer step of ``batch`` pairs (``idc_toolkit.training.flops``,
-    checkpointing's recomputation not included), the captions at the dataset's mean token count."""
-    from transformers import AutoProcessor
-
+def real_settings(name: str, base, batch: int, checkpointing: bool = False) -> tuple:
+    """``(recipe class, settings, facts)`` of an ``idc-train`` run of ``name`` on ``base`` at ``batch``
+    (bf16, no validation) on the demo data's facts: what every real-size figure here is of."""
     from idc_toolkit.facts import DatasetFacts
     from idc_toolkit.models.registry import get_recipe_class
     from idc_toolkit.training import TrainArgs, resolve_run
+
+    cls, facts = get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene")
+    return cls, resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=batch,
+                                                  dtype="bfloat16", val_split=None, gradient_checkpointing=checkpointing)), facts
+
+
+def step_flops(name: str, base: str, data: str) -> float:
+    """The model FLOPs of one pair of an optimizer step (``idc_toolkit.training.flops``,
+    checkpointing's recomputation not included), the captions at the dataset's mean token count."""
+    from transformers import AutoProcessor
+
     from idc_toolkit.training.flops import step_pair_flops
 
-    cls = get_recipe_class(name)
-    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
+    cls, settings, facts = real_settings(name, base, 1)
     tokens = mean_caption_tokens(AutoProcessor.from_pretrained(base).tokenizer, data)
-    settings = resolve_run(cls, facts, TrainArgs(name, dataset="data", out="run", base_model=base, batch_size=1,
-                                                 dtype="bfloat16", val_split=None)).replace(max_caption_tokens=tokens)
-    return batch * step_pair_flops(cls, settings, facts)
+    return step_pair_flops(cls, settings.replace(max_caption_tokens=tokens), facts)
 
 
 def mean_caption_tokens(tokenizer, data: str) -> int:
@@ -235,16 +235,10 @@ def largest_batch(name: str, base: Path, batch: int) -> int:
     """The largest batch, a multiple of 8, that ``--dry-run``'s estimate fits in 90% of the GPU's memory."""
     import torch
 
-    from idc_toolkit.facts import DatasetFacts
-    from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
-    facts = DatasetFacts(builder="clevr_change", pair_style="scene")
-    settings = resolve_run(get_recipe_class(name), facts, TrainArgs(name, dataset="data", out="run", base_model=str(base),
-                                                                    batch_size=batch, dtype="bfloat16", val_split=None))
     memory = torch.cuda.get_device_properties(0).total_memory if DEVICE == "cuda" else 2 * 2**30
-    return max(8, estimate(get_recipe_class(name), settings, facts, DEVICE).largest_batch(int(0.9 * memory)) // 8 * 8)
+    return max(8, estimate(*real_settings(name, base, batch), DEVICE).largest_batch(int(0.9 * memory)) // 8 * 8)
 
 
 def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None, compiled: bool = False,
@@ -255,9 +249,6 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
 
     import torch
 
-    from idc_toolkit.facts import DatasetFacts
-    from idc_toolkit.models.registry import get_recipe_class
-    from idc_toolkit.training import TrainArgs, resolve_run
     from idc_toolkit.training.estimate import estimate
 
     import transformers
@@ -280,7 +271,7 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
                 "davir": datasets.load_dataset(str(ents), split="train").num_rows}
         for name, data in ((n, d) for n, d in (("blip2idc", ds), ("davir", ents)) if n in recipes):
             base = save_real_size(name, root / f"base_{name}", DEVICE)
-            per_pair = step_flops(name, str(base), str(data), 1)
+            per_pair = step_flops(name, str(base), str(data))
             runs = [(False, False, batch)] if name == "blip2idc" else [(False, False, batch), (True, False, batch)]
             runs += [(False, True, batch)] if compiled else []
             if best_batch:
@@ -290,11 +281,7 @@ def real_size_runs(steps: int, batch: int = 16, data_root: Optional[str] = None,
                     print(f"| {name}, batch {size} | needs {size} training pairs, the data has {rows[name]} (--make-data "
                           f"--pairs-per-type {-(-size // 6)}) | | | | | | |")
                     continue
-                settings = resolve_run(get_recipe_class(name), DatasetFacts(builder="clevr_change", pair_style="scene"),
-                                            TrainArgs(name, dataset="data", out="run", base_model=str(base), batch_size=size,
-                                                      dtype="bfloat16", val_split=None, gradient_checkpointing=ckpt))
-                guess = estimate(get_recipe_class(name), settings, DatasetFacts(builder="clevr_change", pair_style="scene"),
-                                 DEVICE).total_bytes / 2**30
+                guess = estimate(*real_settings(name, base, size, ckpt), DEVICE).total_bytes / 2**30
                 out = root / f"run_{name}_{ckpt}_{comp}_{size}"
                 proc = subprocess.run([sys.executable, __file__, "--child", name, str(base), str(data), str(out), str(steps),
                                        str(size), str(int(ckpt)), str(int(comp))], capture_output=True, text=True)
