@@ -54,7 +54,6 @@ class OrderLayouts:
         self.width = [0] * N
         self.rows = 0  # sentences written
         self.pending: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(N)]
-        self.held = 0
 
     def add(self, gids: list[list[int]], tfs: list[list[int]]) -> None:
         """The next sentence's n-grams, per order (:func:`precook`)."""
@@ -62,8 +61,7 @@ class OrderLayouts:
             g += order_gids
             t += order_tfs
             counts.append(len(order_gids))
-        self.held += 1
-        if self.held == self.BLOCK:
+        if len(self.pending[0][2]) == self.BLOCK:
             self._write()
 
     def _write(self) -> None:
@@ -75,8 +73,8 @@ class OrderLayouts:
                 self.gid[n][rows, column] = g
                 self.tf[n][rows, column] = t
                 self.width[n] = max(self.width[n], int(c.max()))
-        self.rows += self.held
-        self.pending, self.held = [([], [], []) for _ in range(N)], 0
+        self.rows += len(self.pending[0][2])
+        self.pending = [([], [], []) for _ in range(N)]
 
     def finish(self, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """The arrays, each cut to its widest sentence, in the narrowest exact types: a quarter of
@@ -88,7 +86,8 @@ class OrderLayouts:
             gid[gid < 0] = pad_gid
             kind = np.min_scalar_type(pad_gid)
             gid = gid.view(kind) if kind.itemsize == gid.itemsize else gid.astype(kind)
-            layouts.append((np.ascontiguousarray(gid), np.ascontiguousarray(tf.astype(np.min_scalar_type(int(tf.max(initial=0)))))))
+            tf = tf.astype(np.min_scalar_type(int(tf.max(initial=0))))
+            layouts.append((np.ascontiguousarray(gid), np.ascontiguousarray(tf)))
         self.gid, self.tf = [], []
         return layouts
 
