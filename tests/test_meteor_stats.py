@@ -109,7 +109,7 @@ def test_statistics_are_kept_as_narrow_whole_counts_and_anything_else_as_read():
     that type cannot hold (a fraction, a count past 65,535) turns the table back into float64,
     every row as it was read."""
     m = meteor_mod.Meteor()
-    m._n_lines, m._table = 4, None
+    m._unique, m._table = bytes(4 * meteor_mod.DIGEST), None  # four lines' digests
     m._parse([0, 1], ["1.0 2.0", "3.0 65535.0"])
     assert m._table.dtype == np.uint16
     m._parse([3, 2], ["0.5 70000.0", "-1.0 7.0"])

@@ -452,7 +452,7 @@ class Meteor(Metric):
         self._which = np.fromiter((slot.setdefault(hashlib.sha256(score_line(h, r).encode()).digest(), len(slot))
                                    for h, r in zip(hypotheses, references)), dtype=np.int64, count=len(hypotheses))
         self._unique = b"".join(slot)  # the digests end to end: 32 bytes a line, not an object of 65
-        self._n_lines = n_lines = len(slot)
+        n_lines = len(slot)
         del slot
         with statistics_cache(self.implementation) as cache:
             cached: dict[int, str] = cache.get(self._keys(range(n_lines)))
@@ -488,7 +488,7 @@ class Meteor(Metric):
         for k in range(0, len(stats), step):
             rows = np.array([line.split() for line in stats[k:k + step]], dtype=float)
             if self._table is None:  # whole counts below 65,536 as METEOR writes them: a quarter of float64's memory
-                self._table = np.zeros((self._n_lines, rows.shape[1]), dtype=np.uint16)
+                self._table = np.zeros((len(self._unique) // DIGEST, rows.shape[1]), dtype=np.uint16)
             if self._table.dtype != rows.dtype and not _held_exactly(rows, self._table.dtype):
                 self._table = self._table.astype(rows.dtype)
             self._table[np.asarray(slots[k:k + step], dtype=np.int64)] = rows
@@ -524,7 +524,7 @@ class Meteor(Metric):
         if fresh is not None:
             self._keep_block(0, fresh)
         self.stats = self._table[self._which] if len(self._which) else np.array([])  # rows only: the lines are not kept
-        del self._which, self._unique, self._n_lines, self._table, self._todo, self._todo_lines
+        del self._which, self._unique, self._table, self._todo, self._todo_lines
 
     def assist(self) -> None:
         child = getattr(self, "_child", None)
