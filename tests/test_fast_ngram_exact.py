@@ -11,6 +11,7 @@ from pycocoevalcap.rouge.rouge import Rouge, my_lcs
 from test_metrics_exact import _ddla
 
 from idc_toolkit.demo.captions import synthetic_caption_set
+from idc_toolkit.metrics import ngrams
 from idc_toolkit.metrics.bleu import BleuCache
 from idc_toolkit.metrics.rouge import lcs_length, rouge_l, rouge_scores
 
@@ -121,3 +122,26 @@ def test_bleu_cache_scores_as_pycocoevalcap(pairs):
             alone += (hypotheses[i], list(references[i]))
         corpus, per_pair = cache.score(group)
         assert (corpus, per_pair.T.tolist()) == alone.compute_score(option="closest", verbose=0)
+
+
+def test_layout_rows_are_precook_in_its_order_across_blocks(pairs, monkeypatch):
+    """Each distinct sentence's row, read back through its ids, is ``precook(sentence)``: the same
+    n-grams with the same counts in the same order, and the ids are given in first-seen order
+    (sentence, order, position); blocks of 7 sentences put the seams everywhere."""
+    monkeypatch.setattr(ngrams.OrderLayouts, "BLOCK", 7)
+    layouts = ngrams.NgramLayouts([h for h, _ in pairs], [r for _, r in pairs])
+    sentences = list(dict.fromkeys([h for h, _ in pairs] + [s for _, refs in pairs for s in refs]))  # rows: hypotheses first
+    seen: dict[tuple[str, ...], int] = {}
+    for row, sentence in enumerate(sentences):
+        length, counts = pycoco_bleu.precook(sentence)
+        ours = []
+        for gid, tf in layouts.layout:
+            ours += [(int(g), int(t)) for g, t in zip(gid[row], tf[row]) if t]
+        # the same n-grams per order, in precook's order: ids stand for n-grams one-to-one
+        order_of = {ngram: k for k, ngram in enumerate(counts)}
+        expected = sorted(counts.items(), key=lambda item: (len(item[0]), order_of[item[0]]))
+        assert [t for _, t in ours] == [t for _, t in expected], sentence
+        for (gid, _), (ngram, _) in zip(ours, expected):
+            assert seen.setdefault(ngram, len(seen)) == gid, (sentence, ngram)
+        assert layouts.words[row] == length and layouts.length[row] == max(length - 1, 0)
+    assert layouts.vocab == len(seen)

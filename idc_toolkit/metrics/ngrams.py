@@ -10,8 +10,7 @@ both metrics (:func:`shared_layouts`).
 
 from __future__ import annotations
 
-from array import array
-from collections import defaultdict
+from itertools import chain
 from typing import Optional, Sequence
 
 import numpy as np
@@ -19,32 +18,19 @@ import numpy as np
 N = 4
 
 
-def precook(sentence: str, intern: dict[tuple[str, ...], int]) -> tuple[list[list[int]], list[list[int]], int]:
-    """Per n-gram order, each n-gram's id and term frequency in pycocoevalcap's insertion order,
-    and the length term.
-
-    The length is pycocoevalcap's: it adds the term frequencies of order index 1 (bigrams).
-    """
-    words = sentence.split()
-    counts: dict[tuple[str, ...], int] = defaultdict(int)
-    for k in range(1, N + 1):
-        for i in range(len(words) - k + 1):
-            counts[tuple(words[i : i + k])] += 1
-    gids: list[list[int]] = [[] for _ in range(N)]
-    tfs: list[list[int]] = [[] for _ in range(N)]
-    for ngram, tf in counts.items():
-        gids[len(ngram) - 1].append(intern.setdefault(ngram, len(intern)))
-        tfs[len(ngram) - 1].append(tf)
-    return gids, tfs, sum(tfs[1])
-
-
 class OrderLayouts:
     """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
-    row = sentence, columns in insertion order; padding is the id :meth:`finish` is given (weight
-    0) with tf 0. Filled a block of sentences at a time: their n-grams as Python numbers are never
-    all held at once (they held several times the arrays' memory; benchmarks/README.md)."""
+    row = sentence, its n-grams in pycocoevalcap's ``precook`` order (first occurrence), padding
+    the id :meth:`finish` is given (weight 0) with tf 0. Sentences are cooked a block at a time as
+    arrays: no Python object per n-gram (one per n-gram held several times the layouts' memory on
+    distinct captions; benchmarks/README.md).
 
-    BLOCK = 4096  #: sentences whose n-grams are gathered before they are written into the arrays
+    Ids: an n-gram of order n + 1 is known within its order by the key ``(id of its first n words
+    within order n) << 32 | id of its last word``, kept sorted (``keys``) beside the id it was
+    given (``within``); its id in the layouts (``gid``) is given in pycocoevalcap's first-seen
+    order: sentence, then order, then first position."""
+
+    BLOCK = 4096  #: sentences cooked together
 
     def __init__(self, sentences: int, most_words: int) -> None:
         bound = [max(most_words - n, 0) for n in range(N)]  # an order's n-grams in a sentence of that many words
@@ -53,33 +39,104 @@ class OrderLayouts:
         self.tf = [np.zeros((sentences, b), dtype=np.min_scalar_type(most_words)) for b in bound]
         self.width = [0] * N
         self.rows = 0  # sentences written
-        self.pending: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(N)]
+        self.vocab = 0  # ids given in the layouts
+        self.words: dict[str, int] = {}  # a word's id within order 1
+        self.keys = [np.zeros(0, np.int64) for _ in range(N)]  # orders 2-4: known keys, sorted
+        self.within = [np.zeros(0, np.int64) for _ in range(N)]  # the id within its order of each key
+        self.given = [0] * N  # ids given within each order
+        self.gid_of = [np.zeros(0, np.int64) for _ in range(N)]  # id in the layouts of each id within an order (-1: none yet)
 
-    def add(self, gids: list[list[int]], tfs: list[list[int]]) -> None:
-        """The next sentence's n-grams, per order (:func:`precook`)."""
-        for (g, t, counts), order_gids, order_tfs in zip(self.pending, gids, tfs):
-            g += order_gids
-            t += order_tfs
-            counts.append(len(order_gids))
-        if len(self.pending[0][2]) == self.BLOCK:
-            self._write()
+    def fill(self, sentences: Sequence[str]) -> None:
+        """Cook ``sentences`` into the next rows."""
+        for start in range(0, len(sentences), self.BLOCK):
+            self._write(sentences[start:start + self.BLOCK])
 
-    def _write(self) -> None:
-        for n, (g, t, counts) in enumerate(self.pending):
-            c = np.array(counts, dtype=np.int64)
-            if c.sum():
-                rows = np.repeat(np.arange(self.rows, self.rows + len(c)), c)
-                column = np.arange(len(rows)) - np.repeat(np.cumsum(c) - c, c)  # rank within its sentence
-                self.gid[n][rows, column] = g
-                self.tf[n][rows, column] = t
-                self.width[n] = max(self.width[n], int(c.max()))
-        self.rows += len(self.pending[0][2])
-        self.pending = [([], [], []) for _ in range(N)]
+    def _ids_within(self, n: int, keys: np.ndarray) -> np.ndarray:
+        """Each key's id within order ``n``; unseen keys are given the next ids."""
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+        head = np.ones(len(ranked), dtype=bool)
+        head[1:] = ranked[1:] != ranked[:-1]
+        distinct, inverse = ranked[head], np.empty(len(keys), dtype=np.int64)
+        inverse[order] = np.cumsum(head) - 1
+        known = self.keys[n]
+        at = np.searchsorted(known, distinct)
+        seen = np.zeros(len(distinct), dtype=bool)
+        inside = at < len(known)
+        seen[inside] = known[at[inside]] == distinct[inside]
+        ids = np.empty(len(distinct), dtype=np.int64)
+        ids[seen] = self.within[n][at[seen]]
+        new = ~seen
+        ids[new] = self.given[n] + np.arange(int(new.sum()))
+        self.given[n] += int(new.sum())
+        self.keys[n] = np.insert(known, at[new], distinct[new])
+        self.within[n] = np.insert(self.within[n], at[new], ids[new])
+        return ids[inverse]
+
+    def _write(self, sentences: Sequence[str]) -> None:
+        split = [s.split() for s in sentences]  # pycocoevalcap's words
+        lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+        flat = list(chain.from_iterable(split))
+        for word in dict.fromkeys(flat):  # this block's words, first seen first
+            self.words.setdefault(word, len(self.words))
+        word_id = np.fromiter(map(self.words.__getitem__, flat), dtype=np.int64, count=len(flat))
+        sentence = np.repeat(np.arange(len(split)), lengths)
+        position = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        left = lengths[sentence] - position  # words from each position to its sentence's end
+        self.given[0] = len(self.words)
+        cooked, within = [], word_id
+        for n in range(N):
+            at = np.flatnonzero(left > n)  # where an n-gram of order n + 1 starts
+            if n:
+                ids = np.full(len(flat), -1, dtype=np.int64)
+                ids[at] = self._ids_within(n, (within[at] << 32) | word_id[at + n])
+                within = ids
+            s, i, p = sentence[at], within[at], position[at]
+            by = np.lexsort((p, i, s))  # each sentence's n-grams, equal ones together, first occurrence first
+            s, i, p = s[by], i[by], p[by]
+            head = np.ones(len(s), dtype=bool)
+            head[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
+            starts = np.flatnonzero(head)
+            tf = np.diff(np.append(starts, len(s)))
+            s, i, p = s[starts], i[starts], p[starts]
+            by = np.lexsort((p, s))  # a sentence's distinct n-grams in order of first occurrence: precook's
+            cooked.append((s[by], i[by], p[by], tf[by]))
+        self._give_ids(cooked)
+        for n, (s, i, _, tf) in enumerate(cooked):
+            count = np.bincount(s, minlength=len(split))
+            rows = self.rows + s
+            column = np.arange(len(s)) - np.repeat(np.cumsum(count) - count, count)  # rank within its sentence
+            self.gid[n][rows, column] = self.gid_of[n][i]
+            self.tf[n][rows, column] = tf
+            self.width[n] = max(self.width[n], int(count.max(initial=0)))
+        self.rows += len(split)
+
+    def _give_ids(self, cooked: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Layout ids for the block's unseen n-grams, in first-seen order: sentence, order, position."""
+        found = []
+        for n, (s, i, p, _) in enumerate(cooked):
+            grown = np.full(self.given[n], -1, dtype=np.int64)
+            grown[:len(self.gid_of[n])] = self.gid_of[n]
+            self.gid_of[n] = grown
+            new = grown[i] < 0
+            found.append((s[new], np.full(int(new.sum()), n), p[new], i[new]))
+        s, n, p, i = (np.concatenate(part) for part in zip(*found))
+        by = np.lexsort((p, n, s))
+        n, i = n[by], i[by]
+        _, first = np.unique(n * (1 << 32) + i, return_index=True)  # an n-gram's first occurrence in the block
+        first.sort()
+        n, i = n[first], i[first]
+        if self.vocab + len(i) >= 1 << 31:
+            raise OverflowError("more than 2**31 distinct n-grams in one scoring")
+        ids = self.vocab + np.arange(len(i))
+        for order in range(N):
+            mine = n == order
+            self.gid_of[order][i[mine]] = ids[mine]
+        self.vocab += len(i)
 
     def finish(self, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """The arrays, each cut to its widest sentence, in the narrowest exact types: a quarter of
         int64's memory, or less; ``pad_gid`` fills what no n-gram does."""
-        self._write()
         layouts = []
         for gid, tf, width in zip(self.gid, self.tf, self.width):
             gid, tf = gid[:, :width], tf[:, :width]
@@ -136,7 +193,6 @@ class NgramLayouts:
     hypothesis and references as rows of the layouts (``hyp_sid``, ``ref_sid``, ``ref_start``)."""
 
     def __init__(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]):
-        intern: dict[tuple[str, ...], int] = {}
         sid: dict[str, int] = {}  # each distinct sentence's row in the layouts
         sentences: list[str] = []
 
@@ -156,14 +212,9 @@ class NgramLayouts:
         sid.clear()
         self.words = np.fromiter((len(s.split()) for s in sentences), dtype=np.int64, count=len(sentences))  # BLEU's
         laid = OrderLayouts(len(sentences), int(self.words.max(initial=0)))
-        lengths = array("q")
-        for sentence in sentences:
-            gids, tfs, length = precook(sentence, intern)
-            laid.add(gids, tfs)
-            lengths.append(length)
-        self.length = np.array(lengths, dtype=np.int64)  # CIDEr-D's length term
-        self.vocab = len(intern)
-        intern.clear()
+        laid.fill(sentences)
+        self.length = np.maximum(self.words - 1, 0)  # CIDEr-D's length term: precook's count of bigrams
+        self.vocab = laid.vocab
         self.layout = laid.finish(pad_gid=self.vocab)
         # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
         hyps = sorted_distinct(self.hyp_sid)
