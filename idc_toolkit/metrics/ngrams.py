@@ -92,14 +92,15 @@ class OrderLayouts:
                 ids[at] = self._ids_within(n, (within[at] << 32) | word_id[at + n])
                 within = ids
             s, i, p = sentence[at], within[at], position[at]
-            by = np.lexsort((p, i, s))  # each sentence's n-grams, equal ones together, first occurrence first
+            # each sentence's n-grams, equal ones together, first occurrence first (at runs in position order)
+            by = np.argsort((s << 32) | i, kind="stable")
             s, i, p = s[by], i[by], p[by]
             head = np.ones(len(s), dtype=bool)
             head[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
             starts = np.flatnonzero(head)
             tf = np.diff(np.append(starts, len(s)))
             s, i, p = s[starts], i[starts], p[starts]
-            by = np.lexsort((p, s))  # a sentence's distinct n-grams in order of first occurrence: precook's
+            by = np.argsort((s << 32) | p)  # a sentence's distinct n-grams in order of first occurrence: precook's
             cooked.append((s[by], i[by], p[by], tf[by]))
         self._give_ids(cooked)
         for n, (s, i, _, tf) in enumerate(cooked):
