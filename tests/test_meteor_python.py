@@ -88,6 +88,26 @@ def test_blocks_with_a_small_memo_answer_as_one_call_and_stay_within_its_bounds(
     assert got == whole
 
 
+def test_memo_keeps_one_blocks_sentences_and_those_blocks_share():
+    """Between blocks the memo keeps the sentences the last block used and every sentence that more
+    than one block met; one met by a single earlier block goes (distinct captions never come back)."""
+    memo = meteor_align.Memo()
+    shared = "the red cube is gone"
+    blocks = [[(f"a car number w{b}{k} moved", [shared, f"the car w{b}{k} has moved"]) for k in range(3)] for b in range(4)]
+    for n, block in enumerate(blocks):
+        meteor_align.statistics([h for h, _ in block], [r for _, r in block], memo=memo)
+        texts = {" ".join(words) for words in memo.sentences}
+        used = {h for h, _ in block} | {r for _, rs in block for r in rs}
+        assert texts == used, n
+    meteor_align.statistics(["another car"], [["a car"]], memo=memo)
+    assert {" ".join(words) for words in memo.sentences} == {"another car", "a car", shared}
+    # made again after it went: a sentence two blocks met, kept from then on
+    again = blocks[0][0][0]
+    meteor_align.statistics([again], [["a car"]], memo=memo)
+    meteor_align.statistics(["one more car"], [["a car"]], memo=memo)
+    assert {" ".join(words) for words in memo.sentences} == {again, "one more car", "a car", shared}
+
+
 def test_lower_casing_is_javas_sigma_and_newer_capitals_included(jvm, monkeypatch):
     """METEOR lower-cases a line with Java 17's ``toLowerCase`` (:mod:`.java_text`): a capital sigma's
     final form by the JDK's word rules, capitals newer than Unicode 13 kept; words that Python's

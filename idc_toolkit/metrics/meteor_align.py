@@ -437,13 +437,33 @@ def _line(stats: Sequence[int]) -> str:
 class Memo:
     """What the blocks of one job share (its sentences and aligned pairs), so a job aligned block
     by block does the work of one call; its sentences cleared past ``keep``, its aligned pairs past
-    ``keep_rows``, so memory stays bounded (a job's sentences repeat far more than its pairs do)."""
+    ``keep_rows``, so memory stays bounded (a job's sentences repeat far more than its pairs do).
+    After each block only the sentences it used and those more than one block met stay
+    (:meth:`settle`): where every caption differs, that is one block's."""
+
+    MET_BITS = 1 << 23  #: one bit per hash of a sentence made (1 MiB): a bit set by another sentence only keeps one longer
 
     # a sentence holds ~6 kB: bounded where every caption differs, all kept for templated ones (benchmarks/README.md)
     def __init__(self, keep: int = 20_000, keep_rows: int = 20_000) -> None:
         self.sentences: dict[tuple, _Sentence] = {}
+        self.reused: set[tuple] = set()  # sentences met by more than one block
+        self.met = bytearray(self.MET_BITS // 8)  # sentences made before, dropped since
         self.rows: dict[tuple, list[int]] = {}
         self.keep, self.keep_rows = keep, keep_rows
+
+    def made(self, words: tuple) -> _Sentence:
+        """A sentence not held: made, and counted as reused where one with its hash was made before."""
+        at = hash(words) % self.MET_BITS
+        if self.met[at >> 3] & (1 << (at & 7)):
+            self.reused.add(words)
+        self.met[at >> 3] |= 1 << (at & 7)
+        sentence = self.sentences[words] = _Sentence(words)
+        return sentence
+
+    def settle(self, used: dict[tuple, _Sentence]) -> None:
+        """After a block: drop the sentences it did not use that no other block met either."""
+        if len(self.sentences) > len(used):
+            self.sentences = {k: s for k, s in self.sentences.items() if k in used or k in self.reused}
 
 
 def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], beam: int = BEAM_SIZE,
@@ -467,6 +487,7 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
     with _CACHE_LOCK:
         if len(memo.sentences) > memo.keep:
             memo.sentences.clear()
+            memo.reused.clear()
         if len(memo.rows) > memo.keep_rows:
             memo.rows.clear()
         batch: dict[tuple, _Sentence] = {}
@@ -481,9 +502,12 @@ def statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]], b
                 if w not in batch:
                     sentence = memo.sentences.get(w)
                     if sentence is None:
-                        sentence = memo.sentences[w] = _Sentence(w)
+                        sentence = memo.made(w)
+                    else:
+                        memo.reused.add(w)
                     batch[w] = sentence
             segments.append([batch[w] for w in words])
+        memo.settle(batch)
         # a sentence's hits keep the entries whose second phrase lies in this batch: found again per call
         table.attach_hits(list(batch.values()))
         rows: list[list[int]] = []
