@@ -145,3 +145,11 @@ def test_layout_rows_are_precook_in_its_order_across_blocks(pairs, monkeypatch):
             assert seen.setdefault(ngram, len(seen)) == gid, (sentence, ngram)
         assert layouts.words[row] == length and layouts.length[row] == max(length - 1, 0)
     assert layouts.vocab == len(seen)
+
+
+def test_more_distinct_ngrams_than_the_ids_hold_is_refused(monkeypatch):
+    """Past the ids' range the layouts refuse with OverflowError rather than wrap an id."""
+    monkeypatch.setattr(ngrams.OrderLayouts, "MOST_IDS", 10)
+    ngrams.NgramLayouts(["a b c"], [["a b"]])  # 6 distinct n-grams
+    with pytest.raises(OverflowError, match="distinct n-grams"):
+        ngrams.NgramLayouts(["a b c d"], [["a b e"]])  # 12

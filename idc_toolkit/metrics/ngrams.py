@@ -31,10 +31,11 @@ class OrderLayouts:
     order: sentence, then order, then first position."""
 
     BLOCK = 4096  #: sentences cooked together
+    MOST_IDS = 1 << 31  #: distinct n-grams a scoring may hold: int32 ids, and keys that fit 64 bits
 
     def __init__(self, sentences: int, most_words: int) -> None:
         bound = [max(most_words - n, 0) for n in range(N)]  # an order's n-grams in a sentence of that many words
-        # ids as int32 until the padding's id is known: fewer than 2**31 distinct n-grams (more: OverflowError)
+        # ids as int32 until the padding's id is known (fewer than MOST_IDS)
         self.gid = [np.full((sentences, b), -1, dtype=np.int32) for b in bound]
         self.tf = [np.zeros((sentences, b), dtype=np.min_scalar_type(most_words)) for b in bound]
         self.width = [0] * N
@@ -127,8 +128,8 @@ class OrderLayouts:
         _, first = np.unique(n * (1 << 32) + i, return_index=True)  # an n-gram's first occurrence in the block
         first.sort()
         n, i = n[first], i[first]
-        if self.vocab + len(i) >= 1 << 31:
-            raise OverflowError("more than 2**31 distinct n-grams in one scoring")
+        if self.vocab + len(i) >= self.MOST_IDS:
+            raise OverflowError(f"{self.MOST_IDS:,} distinct n-grams or more in one scoring")
         ids = self.vocab + np.arange(len(i))
         for order in range(N):
             mine = n == order
