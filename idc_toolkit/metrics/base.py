@@ -37,6 +37,18 @@ def once_per_distinct_pair(hypotheses: Sequence[str], references: Sequence[Seque
     return out
 
 
+def weighted_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each row of ``weights`` (a resample's draw counts, one per pair) times ``values``, summed.
+    Summed by numpy's pairwise sum along each row, whose order is fixed: a BLAS product's order
+    follows its kernel and thread count, and moved bootstrap bounds by an ulp from one CPU to the next."""
+    weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
+    out = np.empty(len(weights))
+    rows = max(1, (1 << 20) // max(1, values.size))  # a block of products of ~8 MiB at a time, not a copy of weights
+    for k in range(0, len(weights), rows):
+        out[k:k + rows] = (weights[k:k + rows] * values).sum(axis=1)
+    return out
+
+
 class Metric:
     #: the name ``--metrics`` takes (case-insensitive, or one of ``aliases``)
     family: ClassVar[str]
@@ -182,7 +194,7 @@ class PairMeans(Metric):
             w = weights[:, defined]
             total = w.sum(axis=1)
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[c] = np.where(total > 0, w @ sub[defined] / np.where(total > 0, total, 1), np.nan)
+                out[c] = np.where(total > 0, weighted_sums(w, sub[defined]) / np.where(total > 0, total, 1), np.nan)
         return out
 
 

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .base import Metric, Released
+from .base import Metric, Released, weighted_sums
 from .ngrams import N, NgramLayouts, chunks, shared_layouts, sorted_distinct
 
 SIGMA = 6.0
@@ -148,4 +148,4 @@ class CiderD(Metric):
 
     def resample(self, idx, weights):
         _, per_pair = self.cache.score(idx)
-        return {"CIDEr": weights @ per_pair / weights.sum(axis=1)}  # a row's pairs: its weights' sum
+        return {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}  # a row's pairs: its weights' sum

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Metric, once_per_distinct_pair
+from .base import Metric, once_per_distinct_pair, weighted_sums
 
 #: ``Rouge().beta ** 2``, the same float pow pycocoevalcap evaluates per call
 _BETA_SQUARED = 1.2 ** 2
@@ -91,4 +91,4 @@ class RougeL(Metric):
         return {"ROUGE_L": self.values}
 
     def resample(self, idx, weights):
-        return {"ROUGE_L": weights @ self.values[idx] / weights.sum(axis=1)}  # a row's pairs: its weights' sum
+        return {"ROUGE_L": weighted_sums(weights, self.values[idx]) / weights.sum(axis=1)}  # a row's pairs: its weights' sum

@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .base import Metric
+from .base import Metric, weighted_sums
 
 from ..errors import EvaluationError
 from .tokenizer import java_executable, pycocoevalcap_dir
@@ -148,4 +148,4 @@ class Spice(Metric):
             return {}
         vals = self.values[idx]
         ok = ~np.isnan(vals)
-        return {"SPICE": (weights @ np.where(ok, vals, 0.0)) / np.maximum(weights @ ok.astype(float), 1.0)}
+        return {"SPICE": weighted_sums(weights, np.where(ok, vals, 0.0)) / np.maximum(weights @ ok.astype(float), 1.0)}
