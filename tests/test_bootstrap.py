@@ -57,6 +57,57 @@ def test_intervals_are_seeded_and_bracket_the_estimate():
             assert lo < hi
 
 
+def test_resamples_drawn_in_blocks_are_the_draws_of_one_matrix():
+    """Blocks of resamples, drawn one after the other, hold the counts one matrix of every resample
+    holds: each row's draws counted (here by a plain loop), the generator keeping its place."""
+    from idc_toolkit.metrics.bootstrap import resample_counts
+
+    for n, total, rows in ((7, 50, 3), (1001, 20, 7), (3, 9, 2)):
+        draws = np.random.default_rng([4, n]).integers(0, n, size=(total, n))
+        expected = np.zeros((total, n))
+        for r, row in enumerate(draws):
+            for i in row:
+                expected[r, i] += 1
+        rng = np.random.default_rng([4, n])
+        blocks = np.concatenate([resample_counts(n, min(rows, total - k), rng) for k in range(0, total, rows)])
+        assert np.array_equal(blocks, expected) and blocks.dtype == np.float64
+
+
+def test_intervals_and_paired_tests_do_not_depend_on_the_block_size(monkeypatch):
+    """One resample a block, or all of them in one: the same bits, for every metric, a pair with no
+    reference (its metrics on the others, :class:`OnSubset`) and a judge's per-pair column."""
+    from idc_toolkit.metrics import bootstrap
+    from idc_toolkit.metrics.judge_columns import JudgeScores
+
+    hyps, refs, cats = synthetic_caption_set(300, seed=6)
+    refs["000004"] = []
+    groups = {}
+    for pid, cat in cats.items():
+        groups.setdefault(cat, []).append(pid)
+    judged = np.where(np.arange(300) % 3 == 0, np.nan, np.linspace(0, 1, 300))
+    other = {p: "nothing has changed" if k % 2 else h for k, (p, h) in enumerate(hyps.items())}
+
+    def answers():
+        extra = [JudgeScores({"Judge_recall": judged})]
+        result = score_groups(hyps, refs, groups, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"], bootstrap=101,
+                              seed=2, extra=extra)
+        with one_jvm_set():
+            ca = build_cache(hyps, refs, ["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
+            cb = build_cache(other, refs, ["BLEU", "METEOR", "ROUGE_L", "CIDEr"])
+            try:
+                paired = paired_test(ca, cb, list(range(300)), 97, 1)
+            finally:
+                ca.close()
+                cb.close()
+        return result.ci, paired
+
+    whole = answers()
+    monkeypatch.setattr(bootstrap, "BLOCK", 1)
+    one_at_a_time = answers()
+    assert one_at_a_time == whole
+    assert "Judge_recall" in whole[0]["overall"] and "METEOR" in whole[1]
+
+
 def test_paired_test_separates_good_from_bad_and_not_from_itself():
     hyps, refs, _ = synthetic_caption_set(60, seed=4)
     good = {p: r[0] for p, r in refs.items()}

@@ -12,7 +12,7 @@ Where the order of floating-point steps could follow the machine, and why it doe
 * ``+ - * /`` and ``sqrt`` elementwise: IEEE-exact, so every SIMD width gives the scalar bits;
 * METEOR's ``Math.pow``: :mod:`~idc_toolkit.metrics.java_pow`, integer and IEEE steps only;
 * sums of float scores (a group's mean, a resample's weighted mean of ROUGE-L, CIDEr-D, SPICE
-  or a judge column): numpy's pairwise sum along a row, whose order is fixed
+  or a judge column): numpy's pairwise sum along a contiguous row, whose order is fixed
   (:func:`~idc_toolkit.metrics.base.weighted_sums`), never a BLAS product, whose order is not.
 """
 
@@ -33,11 +33,16 @@ import json, os, sys
 from idc_toolkit.demo.captions import synthetic_caption_set
 from idc_toolkit.metrics import score_groups
 
+import numpy as np
+from idc_toolkit.metrics.judge_columns import JudgeScores
+
 synth_h, synth_r, cats = synthetic_caption_set(9000, seed=5)  # past one block of the summing (ngrams.CHUNK)
+synth_r["000004"] = []  # a pair the caption metrics leave out (scored on the others: OnSubset)
 groups = {}
 for pid, cat in cats.items():
     groups.setdefault(cat, []).append(pid)
-sets = [("generated", synth_h, synth_r, groups)]
+judged = np.where(np.arange(9000) % 7 == 0, np.nan, np.random.default_rng(0).random(9000))  # a judge's column, some undefined
+sets = [("generated", synth_h, synth_r, groups, [JudgeScores({"Judge_recall": judged})])]
 folder = sys.argv[1]
 if os.path.isdir(folder):
     gt = json.load(open(folder + "/ddla_rerun_gtfile.json"))
@@ -45,11 +50,11 @@ if os.path.isdir(folder):
     for a in gt["annotations"]:
         refs.setdefault(str(a["image_id"]), []).append(a["caption"])
     hyps = {str(p["image_id"]): p["caption"] for p in json.load(open(folder + "/ddla_rerun_predfile.json"))}
-    sets.append(("ddla", hyps, refs, None))
+    sets.append(("ddla", hyps, refs, None, []))
 hexed = lambda v: None if v is None else float(v).hex()
 out = {}
-for name, h, r, g in sets:
-    result = score_groups(h, r, g, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"], bootstrap=40, seed=1)
+for name, h, r, g, extra in sets:
+    result = score_groups(h, r, g, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"], bootstrap=40, seed=1, extra=extra)
     out[name] = {
         "groups": {k: {m: hexed(v) for m, v in s.scores.items()} for k, s in result.groups.items()},
         "per_pair": {m: [hexed(v) for v in values] for m, values in result.per_pair.items()},
@@ -93,6 +98,7 @@ def test_scores_are_the_same_bits_on_the_baseline_vector_path():
     plain = _scores(**baseline)
     assert native["generated"]["scorer"] == "python"
     assert len(native["generated"]["per_pair"]["CIDEr"]) == 9000 and len(native["generated"]["ci"]) == 7
+    assert "Judge_recall" in native["generated"]["ci"]["overall"]
     mine, theirs = dict(_numbers(native)), dict(_numbers(plain))
     assert mine.keys() == theirs.keys()
     differ = [(where, mine[where], theirs[where]) for where in mine if mine[where] != theirs[where]]

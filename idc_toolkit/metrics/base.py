@@ -40,12 +40,14 @@ def once_per_distinct_pair(hypotheses: Sequence[str], references: Sequence[Seque
 def weighted_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each row of ``weights`` (a resample's draw counts, one per pair) times ``values``, summed.
     Summed by numpy's pairwise sum along each row, whose order is fixed: a BLAS product's order
-    follows its kernel and thread count, and moved bootstrap bounds by an ulp from one CPU to the next."""
+    follows its kernel and thread count, and moved bootstrap bounds by an ulp from one CPU to the next.
+    The rows are laid out contiguously first: numpy sums the rows of a column-major array
+    element by element instead, and ``weights[:, kept]`` is one."""
     weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
     out = np.empty(len(weights))
     rows = max(1, (1 << 20) // max(1, values.size))  # a block of products of ~8 MiB at a time, not a copy of weights
     for k in range(0, len(weights), rows):
-        out[k:k + rows] = (weights[k:k + rows] * values).sum(axis=1)
+        out[k:k + rows] = (np.ascontiguousarray(weights[k:k + rows]) * values).sum(axis=1)
     return out
 
 
@@ -134,6 +136,11 @@ class Metric:
         count where only some of a group's pairs are scored (:class:`OnSubset`): a mean divides
         by the row's sum."""
         raise NotImplementedError
+
+    def resampler(self, idx: list[int]) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+        """``weights -> resample(idx, weights)`` for blocks of one group's resamples: a metric whose
+        resamples of a group share work (the group's per-pair scores, say) does it here, once."""
+        return lambda weights: self.resample(idx, weights)
 
     def release(self) -> None:
         """Drop the per-pair intermediate results (statistics, n-gram layouts) once every group,
@@ -248,18 +255,25 @@ class OnSubset(Metric):
         return out
 
     def resample(self, idx, weights):
+        return self.resampler(idx)(weights)
+
+    def resampler(self, idx):
         kept = np.array([k in self.position for k in idx], dtype=bool)
         if not kept.any():
-            return {}
-        w = weights[:, kept]
-        drawn = w.sum(axis=1) > 0  # a resample that draws none of the kept pairs has no score
-        got = self.inner.resample(self._inner(idx), w[drawn])
-        out = {}
-        for c, values in got.items():
-            full = np.full(weights.shape[0], np.nan)
-            full[drawn] = values
-            out[c] = full
-        return out
+            return lambda weights: {}
+        inner = self.inner.resampler(self._inner(idx))
+
+        def resample(weights):
+            w = weights[:, kept]
+            drawn = w.sum(axis=1) > 0  # a resample that draws none of the kept pairs has no score
+            out = {}
+            for c, values in inner(w[drawn]).items():
+                full = np.full(weights.shape[0], np.nan)
+                full[drawn] = values
+                out[c] = full
+            return out
+
+        return resample
 
     def release(self) -> None:
         self.inner.release()

@@ -92,5 +92,13 @@ class Bleu(Metric):
         self.cache = Released(self.family)
 
     def resample(self, idx, weights):
-        bleu = bleu_from_totals(weights @ self.cache.sufficient_statistics()[idx])
-        return {f"Bleu_{k + 1}": bleu[:, k] for k in range(4)}
+        return self.resampler(idx)(weights)
+
+    def resampler(self, idx):
+        stats = self.cache.sufficient_statistics()[idx]
+
+        def resample(weights):
+            bleu = bleu_from_totals(weights @ stats)  # whole counts: exact in any order
+            return {f"Bleu_{k + 1}": bleu[:, k] for k in range(4)}
+
+        return resample

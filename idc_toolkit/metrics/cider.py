@@ -147,5 +147,8 @@ class CiderD(Metric):
         self.cache = Released(self.family)  # its n-gram layouts and documents: the largest per-pair data
 
     def resample(self, idx, weights):
-        _, per_pair = self.cache.score(idx)
-        return {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}  # a row's pairs: its weights' sum
+        return self.resampler(idx)(weights)
+
+    def resampler(self, idx):
+        _, per_pair = self.cache.score(idx)  # the group's IDF, held for all its resamples
+        return lambda weights: {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}  # a row's pairs: its weights' sum

@@ -28,7 +28,7 @@ from ..errors import EvaluationError
 from .base import Metric
 from .implementation import JAVA
 from .meteor_pool import AlignerPool, processes_for
-from .meteor_stats import aggregate_statistics, meteor_score, score_line
+from .meteor_stats import added_rows, aggregate_statistics, meteor_score, score_line
 from .paraphrase import Coverage, coverage_needed, load_in_background, whole_table_asked, write_cut_table
 from .text_cache import TextCache
 from .tokenizer import C1_ONLY, java_executable, pycocoevalcap_dir
@@ -542,7 +542,13 @@ class Meteor(Metric):
         return {"METEOR": self._per_pair} if hasattr(self, "_per_pair") else {}
 
     def resample(self, idx, weights):
-        return {"METEOR": meteor_score(aggregate_statistics(self.stats[idx], weights))}
+        return self.resampler(idx)(weights)
+
+    def resampler(self, idx):
+        import numpy as np
+
+        rows = added_rows(self.stats[idx])  # whole counts: each resample's sum is exact in any order
+        return lambda weights: {"METEOR": meteor_score(np.asarray(weights, dtype=float) @ rows)}
 
     def close(self) -> None:
         release_processes(getattr(self, "workers", []))

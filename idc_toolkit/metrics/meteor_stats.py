@@ -40,6 +40,15 @@ def perfect_segments(stats):
             & (stats[:, CHUNKS] == 1))
 
 
+def added_rows(stats):
+    """The rows as ``addStats`` adds them, as floats: a perfectly matched segment's chunk is 0."""
+    import numpy as np
+
+    adjusted = np.asarray(stats).astype(float)
+    adjusted[perfect_segments(adjusted), CHUNKS] = 0.0
+    return adjusted
+
+
 def aggregate_statistics(stats, weights=None, rows=None):
     """Sum statistics the way METEOR's ``MeteorStats.addStats`` does, so that scoring the sum
     equals METEOR's corpus score of the segments (each counted ``weights[i]`` times).
@@ -56,9 +65,7 @@ def aggregate_statistics(stats, weights=None, rows=None):
 
     stats = np.asarray(stats)  # any exact type (the scorer keeps counts as uint16): floats a block at a time
     if weights is not None:
-        adjusted = (stats[rows] if rows is not None else stats).astype(float)
-        adjusted[perfect_segments(adjusted), CHUNKS] = 0.0
-        return np.asarray(weights, dtype=float) @ adjusted
+        return np.asarray(weights, dtype=float) @ added_rows(stats[rows] if rows is not None else stats)
     picked = np.arange(len(stats)) if rows is None else np.asarray(rows, dtype=np.int64)
     total = np.zeros(stats.shape[-1])
     for block in chunks(len(picked)):
