@@ -20,6 +20,9 @@ prints, in one run:
   from /proc by this process). ``--ours-only`` skips every naive run (for ``--pairs 80000``).
   METEOR's JVMs (``--scorer java``): ``IDC_METEOR_WORKERS`` (default one per 4 cores).
 
+``--bootstrap N``: (g) and (g') with ``--bootstrap N``, 95% intervals for every group (their
+peak memory is what the resamples add).
+
 ``--distinct-captions``: every caption its own text (COCO's and Spot-the-Diff's references are;
 CLEVR-Change's come from templates), so nothing repeats for the caches to share.
 
@@ -29,7 +32,7 @@ many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoe
 time. The number of distinct segments is printed either way.
 
     python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change | --distinct-captions]
-        [--fresh-repeats 3] [--ours-only]
+        [--fresh-repeats 3] [--ours-only] [--bootstrap N]
 """
 
 from __future__ import annotations
@@ -137,10 +140,11 @@ def run_measured(cmd: list[str], env: dict) -> tuple[float, int, int]:
     return took, peak["own"], peak["all"]
 
 
-def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) -> list[tuple[float, float, float]]:
+def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True, bootstrap: int = 0) -> list[tuple[float, float, float]]:
     """(f), (g) and (g'), ``repeats`` times, alternately: each a new process, interpreter start and
-    imports included, each idc-eval with cold tokenizer and METEOR caches of its own. Alternating
-    puts each triple on the same moment of a machine whose speed drifts."""
+    imports included, each idc-eval with cold tokenizer and METEOR caches of its own (and
+    ``--bootstrap`` resamples where ``bootstrap``). Alternating puts each triple on the same moment
+    of a machine whose speed drifts."""
     import os
     import shutil
     import subprocess
@@ -163,7 +167,7 @@ def _fresh_processes(tmp_path, metrics, repeats: int, naive_too: bool = True) ->
                 [sys.executable, "-m", "idc_toolkit.cli.eval", "--predictions", str(tmp_path / "preds.json"),
                  "--references", str(tmp_path / "refs.json"), "--categories", str(tmp_path / "cats.json"),
                  "--iou-file", str(tmp_path / "iou.json"), "--metrics", *metrics, "--layout", "all",
-                 "--scorer", scorer, "--out", str(tmp_path / "out_fresh")], env)
+                 "--scorer", scorer, "--bootstrap", str(bootstrap), "--out", str(tmp_path / "out_fresh")], env)
             took.append(seconds)
             if scorer == "python":
                 FRESH_MEMORY.append((own / 1024, together / 1024))
@@ -186,6 +190,7 @@ def main() -> None:
     p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) / (g') triples (the machine's speed drifts)")
     p.add_argument("--ours-only", action="store_true", help="no naive run: (c) to (e) and (g), (g') only, and the peak memory")
     p.add_argument("--distinct-captions", action="store_true", help="every caption its own text (COCO-, Spot-the-Diff-shaped)")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="(g) and (g') with --bootstrap N (intervals for every group)")
     args = p.parse_args()
 
     hyps, refs, cats = synthetic_caption_set(args.pairs, n_refs=5, seed=1234)
@@ -265,7 +270,7 @@ def main() -> None:
                 ev = evaluate(str(tmp_path / "preds.json"), out=tmp_path / f"out_{run}", **options)
             times.append(time.perf_counter() - t)
         n_groups = len(ev.result.groups)
-        fresh = _fresh_processes(tmp_path, metrics, args.fresh_repeats, naive_too=not args.ours_only)
+        fresh = _fresh_processes(tmp_path, metrics, args.fresh_repeats, naive_too=not args.ours_only, bootstrap=args.bootstrap)
     print(f"(d) idc-eval end to end, {n_groups} groups, caches cold: {times[0]:7.1f} s   ({times[0] / time_a:.2f} x (a))")
     print(f"(e) the same again (rescoring the same references: compare, leaderboard, each validation): "
           f"{times[1]:7.1f} s   ({times[1] / time_a:.2f} x (a))")
@@ -274,7 +279,8 @@ def main() -> None:
 
     for naive, python, java in fresh:
         print(f"(f) naive pycocoevalcap as a fresh process (files in, overall only):  {naive:7.1f} s")
-        print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches): "
+        print(f"(g) idc-eval --predictions as the fresh command a user types ({n_groups} groups, every output, cold caches"
+              + (f", --bootstrap {args.bootstrap}" if args.bootstrap else "") + "): "
               f"{python:7.1f} s   ({python / naive:.2f} x (f); {python / java:.2f} x (g'))")
         print(f"(g') the same with --scorer java ({meteor_workers()} METEOR JVM(s) on {os.cpu_count()} cores): {java:7.1f} s")
     if len(fresh) > 1:

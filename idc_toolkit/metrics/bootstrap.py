@@ -29,9 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .results import PairCache, ScoreResult
 
 
-#: draw counts a block holds (8 MiB of float64): a group's resamples are drawn and scored a block
-#: at a time, so memory does not grow with pairs x resamples (1,000 resamples of 80,000 pairs: 640 MB)
-BLOCK = 1 << 20
+#: draw counts a block holds (2 MiB of float64): a group's resamples are drawn and scored a block
+#: at a time, so memory does not grow with pairs x resamples (1,000 resamples of 80,000 pairs: 640 MB);
+#: as fast as 8 MiB blocks and 24 MiB lighter (benchmarks/README.md, Scoring)
+BLOCK = 1 << 18
 
 
 def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
