@@ -14,12 +14,26 @@ Where the order of floating-point steps could follow the machine, and why it doe
 * sums of float scores (a group's mean, a resample's weighted mean of ROUGE-L, CIDEr-D, SPICE
   or a judge column): numpy's pairwise sum along a contiguous row, whose order is fixed
   (:func:`~idc_toolkit.metrics.base.weighted_sums`), never a BLAS product, whose order is not.
+
+Where the bits follow the machine as pycocoevalcap's own do, so that the toolkit stays equal to
+it on each machine:
+
+* CIDEr-D's ``log`` of its document frequencies and group size is numpy's, as pycocoevalcap's
+  is; numpy's AVX-512 loop (numpy 1.22 on) rounds some whole numbers to the neighbouring double
+  (4 of the first 200,000 in numpy 2.4, a fifth of them in 1.24), and pycocoevalcap's CIDEr-D
+  moves with it. Where the two paths' logs of the whole numbers met here differ, CIDEr-D's
+  numbers are left out of the comparison, with a warning; CI holds them equal to pycocoevalcap's
+  on the baseline path too (``pytest -m scale`` with :mod:`vector_paths`' environment);
+* BLEU's and CIDEr-D's ``exp`` and ``pow`` are the C library's, called as pycocoevalcap calls
+  them; glibc picks an FMA variant or a plain one by CPU, and they round about 5 inputs in
+  10,000 differently, for pycocoevalcap as for the toolkit (this test varies numpy's paths only).
 """
 
 import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -52,7 +66,7 @@ if os.path.isdir(folder):
     hyps = {str(p["image_id"]): p["caption"] for p in json.load(open(folder + "/ddla_rerun_predfile.json"))}
     sets.append(("ddla", hyps, refs, None, []))
 hexed = lambda v: None if v is None else float(v).hex()
-out = {}
+out = {"logs": np.log(np.arange(1.0, 9001.0)).tobytes().hex()}  # every group size and document frequency here
 for name, h, r, g, extra in sets:
     result = score_groups(h, r, g, metrics=["BLEU", "METEOR", "ROUGE_L", "CIDEr"], bootstrap=40, seed=1, extra=extra)
     out[name] = {
@@ -99,7 +113,13 @@ def test_scores_are_the_same_bits_on_the_baseline_vector_path():
     assert native["generated"]["scorer"] == "python"
     assert len(native["generated"]["per_pair"]["CIDEr"]) == 9000 and len(native["generated"]["ci"]) == 7
     assert "Judge_recall" in native["generated"]["ci"]["overall"]
+    numpys_logs_differ = native.pop("logs") != plain.pop("logs")
     mine, theirs = dict(_numbers(native)), dict(_numbers(plain))
     assert mine.keys() == theirs.keys()
     differ = [(where, mine[where], theirs[where]) for where in mine if mine[where] != theirs[where]]
+    if numpys_logs_differ:
+        cider = [d for d in differ if "CIDEr" in d[0]]
+        differ = [d for d in differ if "CIDEr" not in d[0]]
+        warnings.warn(f"this numpy's log rounds whole numbers differently on its two vector paths: {len(cider)} "
+                      "CIDEr-D numbers differ between them, as pycocoevalcap's CIDEr-D does; they are not compared")
     assert not differ, f"{len(differ)} of {len(mine)} numbers differ between the vector paths: {differ[:5]}"
