@@ -134,12 +134,14 @@ class Metric:
         """Scores of each resample of group ``idx``: ``weights`` is resamples x len(idx), each row
         how often each pair is drawn. A row sums to len(idx) in an ordinary resample, to another
         count where only some of a group's pairs are scored (:class:`OnSubset`): a mean divides
-        by the row's sum."""
-        raise NotImplementedError
+        by the row's sum. A metric defines this or :meth:`resampler`."""
+        return self.resampler(idx)(weights)
 
     def resampler(self, idx: list[int]) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
         """``weights -> resample(idx, weights)`` for blocks of one group's resamples: a metric whose
         resamples of a group share work (the group's per-pair scores, say) does it here, once."""
+        if type(self).resample is Metric.resample:
+            raise NotImplementedError(f"{type(self).__name__} defines neither resample nor resampler")
         return lambda weights: self.resample(idx, weights)
 
     def release(self) -> None:
@@ -253,9 +255,6 @@ class OnSubset(Metric):
             full[self.keep] = values
             out[c] = full
         return out
-
-    def resample(self, idx, weights):
-        return self.resampler(idx)(weights)
 
     def resampler(self, idx):
         kept = np.array([k in self.position for k in idx], dtype=bool)

@@ -91,9 +91,6 @@ class Bleu(Metric):
     def release(self) -> None:
         self.cache = Released(self.family)
 
-    def resample(self, idx, weights):
-        return self.resampler(idx)(weights)
-
     def resampler(self, idx):
         stats = self.cache.sufficient_statistics()[idx]
 

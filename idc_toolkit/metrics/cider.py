@@ -146,9 +146,6 @@ class CiderD(Metric):
     def release(self) -> None:
         self.cache = Released(self.family)  # its n-gram layouts and documents: the largest per-pair data
 
-    def resample(self, idx, weights):
-        return self.resampler(idx)(weights)
-
     def resampler(self, idx):
         _, per_pair = self.cache.score(idx)  # the group's IDF, held for all its resamples
         return lambda weights: {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}  # a row's pairs: its weights' sum

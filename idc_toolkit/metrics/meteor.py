@@ -541,9 +541,6 @@ class Meteor(Metric):
     def per_pair(self):
         return {"METEOR": self._per_pair} if hasattr(self, "_per_pair") else {}
 
-    def resample(self, idx, weights):
-        return self.resampler(idx)(weights)
-
     def resampler(self, idx):
         import numpy as np
 
