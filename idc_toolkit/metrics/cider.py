@@ -148,4 +148,5 @@ class CiderD(Metric):
 
     def resampler(self, idx):
         _, per_pair = self.cache.score(idx)  # the group's IDF, held for all its resamples
-        return lambda weights: {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}  # a row's pairs: its weights' sum
+        # a row's pairs: its weights' sum
+        return lambda weights: {"CIDEr": weighted_sums(weights, per_pair) / weights.sum(axis=1)}

@@ -91,4 +91,5 @@ class RougeL(Metric):
         return {"ROUGE_L": self.values}
 
     def resample(self, idx, weights):
-        return {"ROUGE_L": weighted_sums(weights, self.values[idx]) / weights.sum(axis=1)}  # a row's pairs: its weights' sum
+        # a row's pairs: its weights' sum
+        return {"ROUGE_L": weighted_sums(weights, self.values[idx]) / weights.sum(axis=1)}
