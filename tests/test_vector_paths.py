@@ -26,7 +26,8 @@ it on each machine:
   on the baseline path too (``pytest -m scale`` with :mod:`vector_paths`' environment);
 * BLEU's and CIDEr-D's ``exp`` and ``pow`` are the C library's, called as pycocoevalcap calls
   them; glibc picks an FMA variant or a plain one by CPU, and they round about 5 inputs in
-  10,000 differently, for pycocoevalcap as for the toolkit (this test varies numpy's paths only).
+  10,000 differently, for pycocoevalcap as for the toolkit (this test varies numpy's paths only;
+  CI's run against the references varies glibc's too).
 """
 
 import json
