@@ -42,13 +42,9 @@ def weighted_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     Summed by numpy's pairwise sum along each row, whose order is fixed: a BLAS product's order
     follows its kernel and thread count, and moved bootstrap bounds by an ulp from one CPU to the next.
     The rows are laid out contiguously first: numpy sums the rows of a column-major array
-    element by element instead, and ``weights[:, kept]`` is one."""
-    weights, values = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
-    out = np.empty(len(weights))
-    rows = max(1, (1 << 20) // max(1, values.size))  # a block of products of ~8 MiB at a time, not a copy of weights
-    for k in range(0, len(weights), rows):
-        out[k:k + rows] = (np.ascontiguousarray(weights[k:k + rows]) * values).sum(axis=1)
-    return out
+    element by element instead, and ``weights[:, kept]`` is one. (The bootstrap hands ``weights`` a
+    block of 2 MiB at a time: their products are no larger.)"""
+    return (np.ascontiguousarray(weights, dtype=float) * np.asarray(values, dtype=float)).sum(axis=1)
 
 
 class Metric:

@@ -21,7 +21,7 @@ resamples the same pairs for both systems and reports the two-sided p-value
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -43,25 +43,29 @@ def resample_counts(n: int, n_resamples: int, rng: np.random.Generator) -> np.nd
     return np.bincount(draws.ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(np.float64)
 
 
-def resampled(caches: "Sequence[PairCache]", idx: Sequence[int], n_resamples: int,
+def resamplers(cache: "PairCache", idx: Sequence[int]) -> list[Callable[[np.ndarray], dict[str, np.ndarray]]]:
+    """Each metric's resample function of the group ``idx`` (:meth:`~.base.Metric.resampler`)."""
+    return [metric.resampler(idx) for metric in cache.metrics.values()]
+
+
+def samples(functions: Sequence[Callable[[np.ndarray], dict[str, np.ndarray]]], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Every column of the resamples given as rows of ``weights``."""
+    return {column: values for resample in functions for column, values in resample(weights).items()}
+
+
+def resampled(runs: "Sequence[Sequence[Callable]]", n: int, n_resamples: int,
               rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
-    """Every metric of each cache over the same ``n_resamples`` resamples of the group ``idx``,
-    drawn and scored a block of resamples at a time."""
-    resamplers = [[metric.resampler(idx) for metric in cache.metrics.values()] for cache in caches]
-    blocks: list[list[dict[str, np.ndarray]]] = [[] for _ in caches]
-    rows = max(1, BLOCK // max(1, len(idx)))
+    """Every column of each run (its :func:`resamplers`) over the same ``n_resamples`` resamples of
+    its group's ``n`` pairs, drawn and scored a block of resamples at a time."""
+    blocks: list[list[dict[str, np.ndarray]]] = [[] for _ in runs]
+    rows = max(1, BLOCK // max(1, n))
     for start in range(0, n_resamples, rows):
-        weights = resample_counts(len(idx), min(rows, n_resamples - start), rng)
-        for parts, metrics in zip(blocks, resamplers):
-            parts.append({column: values for resample in metrics for column, values in resample(weights).items()})
+        weights = resample_counts(n, min(rows, n_resamples - start), rng)
+        for parts, functions in zip(blocks, runs):
+            parts.append(samples(functions, weights))
     # which columns a metric answers depends on the group alone, never on a block's draws
     return [{column: np.concatenate([part[column] for part in parts]) for column in (parts[0] if parts else ())}
             for parts in blocks]
-
-
-def metric_samples(cache: "PairCache", idx: Sequence[int], weights: np.ndarray) -> dict[str, np.ndarray]:
-    """Every metric of the resamples of the group ``idx`` given as rows of ``weights``."""
-    return {column: values for metric in cache.metrics.values() for column, values in metric.resample(idx, weights).items()}
 
 
 def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> dict[str, dict[str, tuple[float, float]]]:
@@ -69,10 +73,10 @@ def bootstrap_intervals(result: "ScoreResult", n_resamples: int, seed: int) -> d
     for k, (gname, idx) in enumerate(result.group_indices.items()):
         if len(idx) < 2:
             continue
-        (samples,) = resampled([result.cache], idx, n_resamples, np.random.default_rng([seed, k]))
+        (drawn,) = resampled([resamplers(result.cache, idx)], len(idx), n_resamples, np.random.default_rng([seed, k]))
         # a resample that draws no pair where a judge column is defined has no value there (NaN)
         intervals[gname] = {
-            m: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))) for m, v in samples.items()
+            m: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))) for m, v in drawn.items()
             if not np.isnan(v).all()
         }
     return intervals
@@ -95,8 +99,9 @@ def paired_group_test(runs_a: "list[PairCache]", runs_b: "list[PairCache]", idx:
     {metric: [low, high]}}, ...]``."""
     whole = np.ones((1, len(idx)))  # every pair once: the systems' own scores
     runs = (*runs_a, *runs_b)
-    per_run = resampled(runs, idx, n_resamples, np.random.default_rng(seed))
-    alone = [metric_samples(c, idx, whole) for c in runs]
+    functions = [resamplers(c, idx) for c in runs]  # CIDEr-D's group scores made once: for the resamples and the whole set
+    per_run = resampled(functions, len(idx), n_resamples, np.random.default_rng(seed))
+    alone = [samples(f, whole) for f in functions]
     reports = [{"scores": {m: float(v[0]) for m, v in own.items()},
                 "ci": {m: [float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5))] for m, v in run.items()
                        if not np.isnan(v).all()}} for own, run in zip(alone, per_run)]
