@@ -45,10 +45,11 @@ from vector_paths import baseline_environment
 #: prints every number as hex
 SCORE = r"""
 import json, os, sys
-from idc_toolkit.demo.captions import synthetic_caption_set
-from idc_toolkit.metrics import score_groups
 
 import numpy as np
+
+from idc_toolkit.demo.captions import synthetic_caption_set
+from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.judge_columns import JudgeScores
 
 synth_h, synth_r, cats = synthetic_caption_set(9000, seed=5)  # past one block of the summing (ngrams.CHUNK)
@@ -104,7 +105,7 @@ def test_scores_are_the_same_bits_on_the_baseline_vector_path():
     baseline = baseline_environment()
     if not baseline:
         pytest.skip("this CPU runs numpy's baseline loops only: there is no second vector path to compare")
-    check = ("from vector_paths import dispatched_vector_paths as d; print(len(d()))")
+    check = "from vector_paths import dispatched_vector_paths as d; print(len(d()))"
     off = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                          env={**os.environ, **baseline, "PYTHONPATH": os.path.dirname(__file__)})
     assert off.stdout.strip() == "0", f"numpy kept a vector path on: {off.stdout}{off.stderr[-500:]}"
