@@ -5,6 +5,7 @@ pycocoevalcap's values: LCS lengths equal to ``my_lcs``, per-pair ROUGE-L floats
 
 import random
 
+import numpy as np
 import pytest
 from pycocoevalcap.bleu import bleu_scorer as pycoco_bleu
 from pycocoevalcap.rouge.rouge import Rouge, my_lcs
@@ -135,8 +136,9 @@ def test_layout_rows_are_precook_in_its_order_across_blocks(pairs, monkeypatch):
     for row, sentence in enumerate(sentences):
         length, counts = pycoco_bleu.precook(sentence)
         ours = []
-        for gid, tf in layouts.layout:
-            ours += [(int(g), int(t)) for g, t in zip(gid[row], tf[row]) if t]
+        for n in range(ngrams.N):
+            gid, tf = layouts.rows(n, np.array([row]))
+            ours += [(int(g), int(t)) for g, t in zip(gid[0], tf[0]) if t]
         # the same n-grams per order, in precook's order: ids stand for n-grams one-to-one
         order_of = {ngram: k for k, ngram in enumerate(counts)}
         expected = sorted(counts.items(), key=lambda item: (len(item[0]), order_of[item[0]]))
@@ -153,3 +155,45 @@ def test_more_distinct_ngrams_than_the_ids_hold_is_refused(monkeypatch):
     ngrams.NgramLayouts(["a b c"], [["a b"]])  # 6 distinct n-grams
     with pytest.raises(OverflowError, match="distinct n-grams"):
         ngrams.NgramLayouts(["a b c d"], [["a b e"]])  # 12
+
+
+def test_cider_of_long_short_and_empty_captions_is_pycocoevalcaps(pairs):
+    """CIDEr-D over the same pairs (200-word captions beside empty ones, emoji, the DDLA set), the
+    whole set and groups that put the long captions in chunks of short ones: pycocoevalcap's
+    ``Cider`` bit for bit, whatever width a chunk's rows are read at."""
+    from pycocoevalcap.cider.cider import Cider
+
+    from idc_toolkit.metrics.cider import CiderCache
+
+    hyps, refs = [h for h, _ in pairs], [list(r) for _, r in pairs]
+    cache = CiderCache(hyps, refs)
+    long_ones = [k for k, h in enumerate(hyps) if len(h.split()) >= 100]
+    assert long_ones
+    for group in (list(range(len(pairs))), long_ones + list(range(0, len(pairs), 9)), long_ones[:1] + [0, 1]):
+        theirs, theirs_pairs = Cider().compute_score({k: refs[i] for k, i in enumerate(group)},
+                                                     {k: [hyps[i]] for k, i in enumerate(group)})
+        ours, ours_pairs = cache.score(group)
+        assert ours == theirs and np.array_equal(ours_pairs, np.asarray(theirs_pairs)), group[:3]
+
+
+def test_the_layouts_hold_each_rows_ngrams_and_no_padding(pairs):
+    """A sentence's row holds its own n-grams, not as many as the longest sentence has: per order,
+    the layouts hold one entry per distinct n-gram of each distinct sentence (``precook``'s count)
+    and one per hypothesis n-gram of each (pair, reference), each row followed by one padding entry. Padded to
+    the longest row, one 53-word reference or a 100-word answer among 80,000 distinct pairs
+    held 0.4-1.2 GB more (benchmarks/README.md)."""
+    widest = " ".join(f"v{i}" for i in range(255))  # the longest sentence: 255 n-grams, counted in one byte
+    pairs = [*pairs, (widest, [widest, "v1 v2"])]
+    layouts = ngrams.NgramLayouts([h for h, _ in pairs], [r for _, r in pairs])
+    sentences = list(dict.fromkeys([h for h, _ in pairs] + [s for _, refs in pairs for s in refs]))
+    per_order = np.zeros((len(sentences), ngrams.N), dtype=np.int64)
+    for row, sentence in enumerate(sentences):
+        for ngram in pycoco_bleu.precook(sentence)[1]:
+            per_order[row, len(ngram) - 1] += 1
+    row_of = {s: k for k, s in enumerate(sentences)}
+    hyp_rows = [row_of[h] for h, refs in pairs for _ in refs]
+    for n in range(ngrams.N):
+        start, gid, tf = layouts.layout[n]
+        assert np.array_equal(np.diff(start), per_order[:, n] + 1)
+        assert len(gid) == len(tf) == per_order[:, n].sum() + len(sentences)
+        assert len(layouts.columns[n].gid) == per_order[hyp_rows, n].sum() + len(hyp_rows)

@@ -5,9 +5,9 @@ whose references contain it, and ``ref_len = log(N_evaluated)``: a group scored 
 (as the field's per-category tables are) gets the group's own IDF. pycocoevalcap rebuilds
 every n-gram dictionary for every run, and rebuilds each reference's tf-idf vector for every
 image; here the n-grams are counted once per distinct sentence and laid out, per order, as
-padded arrays (:mod:`.ngrams`, shared with BLEU: one row per sentence, columns in
-pycocoevalcap's n-gram insertion order), with each hypothesis n-gram's column in each of its
-references found once. A group is then a handful of array operations over its rows: its
+rows read a chunk at a time as padded arrays (:mod:`.ngrams`, shared with BLEU: one row per
+sentence, columns in pycocoevalcap's n-gram insertion order), with each hypothesis n-gram's
+column in each of its references found once. A group is then a handful of array operations over its rows: its
 document frequencies, the tf-idf weights, norms and clipped dot products.
 
 The arithmetic is pycocoevalcap's, operation for operation and in the same order
@@ -48,8 +48,9 @@ def _documents(L: NgramLayouts) -> tuple[np.ndarray, np.ndarray]:
     for part in chunks(len(L.n_refs)):
         idx = np.arange(part.start, part.stop)
         rows = L.reference_rows(idx)
-        pair = np.repeat(np.arange(len(idx)), L.n_refs[idx])[:, None]
-        keys = np.concatenate([(pair * stride + g[L.ref_sid[rows]])[t[L.ref_sid[rows]] > 0] for g, t in L.layout])
+        pair = np.repeat(np.arange(len(idx)), L.n_refs[idx])
+        entries = [L.entries(n, L.ref_sid[rows]) for n in range(N)]  # each order's (row, id)
+        keys = np.concatenate([pair[row] * stride + gid for row, gid in entries])
         keys = sorted_distinct(keys)
         # the narrowest type np.bincount takes: a quarter of int64's memory, or less
         ids.append((keys % stride).astype(np.min_scalar_type(max(L.vocab - 1, 0)) if L.vocab < 1 << 31 else np.int64))
@@ -93,7 +94,9 @@ class CiderCache:
         ref_len = np.log(float(len(idx)))
         w = np.append(ref_len - np.log(np.maximum(1.0, df)), 0.0)  # the last weight is the padding's
         # each pair's arithmetic is its own: chunks of pairs bound the temporaries, not the answers
-        per_pair = np.concatenate([self._per_pair(idx[c], w) for c in chunks(len(idx))])
+        per_pair = np.empty(len(idx))
+        for at in self.ngrams.pair_chunks(idx):
+            per_pair[at] = self._per_pair(idx[at], w)
         return float(np.mean(per_pair)), per_pair
 
     def _per_pair(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -104,11 +107,13 @@ class CiderCache:
         used, inverse = np.unique(np.concatenate([L.hyp_sid[idx], L.ref_sid[rrows]]), return_inverse=True)
         h_at, r_at = inverse[:len(idx)], inverse[len(idx):]
         val = np.zeros((len(rrows), N))
-        for n, ((g, t), width, columns) in enumerate(zip(L.layout, L.hyp_width, L.columns)):
-            vec = t[used] * w[g[used]]  # each distinct sentence's tf-idf vector, in insertion order
+        for n in range(N):
+            g, t = L.rows(n, used)
+            vec = t * w[g]  # each distinct sentence's tf-idf vector, in insertion order (padding: 0.0, summed last)
             norm = np.sqrt(_sequential_sum(np.float_power(vec, 2.0)))
             norm_h, norm_r = norm[h_at][pair_of], norm[r_at]
-            matched = np.pad(vec, ((0, 0), (0, 1)))[r_at[:, None], columns[rrows]]
+            width = int(L.counts(n, L.hyp_sid[idx]).max(initial=0))
+            matched = vec[r_at[:, None], L.column_rows(n, rrows, width)]  # 0.0 where the reference lacks it
             dot = _sequential_sum(np.minimum(vec[h_at, :width][pair_of], matched) * matched)
             both = (norm_h != 0) & (norm_r != 0)
             dot = np.where(both, dot / np.where(both, norm_h * norm_r, 1.0), dot)

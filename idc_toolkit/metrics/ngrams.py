@@ -2,28 +2,39 @@
 for BLEU and CIDEr-D, which both count them as pycocoevalcap's ``precook`` does (``split()``,
 each n-gram's term frequency, in first-seen order).
 
-Per order, one padded row per distinct sentence (``gid``, ``tf``), and for every (pair,
-reference) the column in the reference of each n-gram of the pair's hypothesis: BLEU's clipped
-counts and CIDEr-D's dot products are array operations over them. A scoring makes them once for
-both metrics (:func:`shared_layouts`).
+Per order, one row per distinct sentence (``gid``, ``tf``), held ragged (a sentence's n-grams
+only) and read a chunk of rows at a time as padded arrays (:meth:`NgramLayouts.rows`); and for
+every (pair, reference) the column in the reference of each n-gram of the pair's hypothesis:
+BLEU's clipped counts and CIDEr-D's dot products are array operations over them. A scoring makes
+them once for both metrics (:func:`shared_layouts`).
 """
 
 from __future__ import annotations
 
 from itertools import chain
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
 N = 4
 
 
+class Ragged(NamedTuple):
+    """Rows of unequal length, each followed by one padding value: row ``k`` is
+    ``values[start[k]:start[k + 1] - 1]`` of each array and its padding ``values[start[k + 1] - 1]``
+    (read past a row's end, as a padded array's reader does, gives its padding: one ``minimum``
+    finds it, 2.4x faster than masking with ``where``)."""
+
+    start: np.ndarray  # one more than the rows (:func:`_starts`)
+    gid: np.ndarray
+    tf: np.ndarray
+
+
 class OrderLayouts:
-    """Per n-gram order, ``(gid, tf)`` arrays of shape (sentences, widest sentence of that order):
-    row = sentence, its n-grams in pycocoevalcap's ``precook`` order (first occurrence), padding
-    the id :meth:`finish` is given (weight 0) with tf 0. Sentences are cooked a block at a time as
-    arrays: no Python object per n-gram (one per n-gram held several times the layouts' memory on
-    distinct captions; benchmarks/README.md).
+    """Per n-gram order, each sentence's row of ``(gid, tf)``: its n-grams in pycocoevalcap's
+    ``precook`` order (first occurrence), ragged (:class:`Ragged`). Sentences are cooked a block
+    at a time as arrays: no Python object per n-gram (one per n-gram held several times the
+    layouts' memory on distinct captions; benchmarks/README.md).
 
     Ids: an n-gram of order n + 1 is known within its order by the key ``(id of its first n words
     within order n) << 32 | id of its last word``, kept sorted (``keys``) beside the id it was
@@ -33,12 +44,15 @@ class OrderLayouts:
     BLOCK = 4096  #: sentences cooked together
     MOST_IDS = 1 << 31  #: distinct n-grams a scoring may hold: int32 ids, and keys that fit 64 bits
 
-    def __init__(self, sentences: int, most_words: int) -> None:
-        bound = [max(most_words - n, 0) for n in range(N)]  # an order's n-grams in a sentence of that many words
-        # ids as int32 until the padding's id is known (fewer than MOST_IDS)
-        self.gid = [np.full((sentences, b), -1, dtype=np.int32) for b in bound]
-        self.tf = [np.zeros((sentences, b), dtype=np.min_scalar_type(most_words)) for b in bound]
-        self.width = [0] * N
+    def __init__(self, words: np.ndarray) -> None:
+        # room for every n-gram a sentence of that many words can have, and its padding: a row is as
+        # long as its sentence, not as the longest one (one 53-word caption padded 480,000 rows to its width)
+        bound = [int(np.maximum(words - n, 0).sum()) + len(words) for n in range(N)]
+        kind = np.min_scalar_type(int(words.max(initial=0)))
+        self.gid = [np.empty(b, dtype=np.int32) for b in bound]  # ids as int32 until the padding's id is known
+        self.tf = [np.empty(b, dtype=kind) for b in bound]
+        self.count = [np.zeros(len(words), dtype=kind) for _ in range(N)]  # distinct n-grams per sentence
+        self.filled = [0] * N  # values written per order
         self.rows = 0  # sentences written
         self.vocab = 0  # ids given in the layouts
         self.words: dict[str, int] = {}  # a word's id within order 1
@@ -104,13 +118,14 @@ class OrderLayouts:
             by = np.argsort((s << 32) | p)  # a sentence's distinct n-grams in order of first occurrence: precook's
             cooked.append((s[by], i[by], p[by], tf[by]))
         self._give_ids(cooked)
-        for n, (s, i, _, tf) in enumerate(cooked):
+        for n, (s, i, _, tf) in enumerate(cooked):  # s, then position within s: the rows one after another
             count = np.bincount(s, minlength=len(split))
-            rows = self.rows + s
-            column = np.arange(len(s)) - np.repeat(np.cumsum(count) - count, count)  # rank within its sentence
-            self.gid[n][rows, column] = self.gid_of[n][i]
-            self.tf[n][rows, column] = tf
-            self.width[n] = max(self.width[n], int(count.max(initial=0)))
+            first = self.filled[n] + np.cumsum(count + 1) - (count + 1)  # each row's first value
+            at = first[s] + np.arange(len(s)) - np.repeat(np.cumsum(count) - count, count)
+            self.gid[n][at], self.tf[n][at] = self.gid_of[n][i], tf
+            self.gid[n][first + count], self.tf[n][first + count] = -1, 0  # the padding, its id set by finish()
+            self.count[n][self.rows:self.rows + len(split)] = count
+            self.filled[n] += len(s) + len(split)
         self.rows += len(split)
 
     def _give_ids(self, cooked: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
@@ -136,42 +151,38 @@ class OrderLayouts:
             self.gid_of[order][i[mine]] = ids[mine]
         self.vocab += len(i)
 
-    def finish(self, pad_gid: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The arrays, each cut to its widest sentence, in the narrowest exact types: a quarter of
-        int64's memory, or less; ``pad_gid`` fills what no n-gram does."""
+    def finish(self, pad_gid: int) -> list[Ragged]:
+        """The rows, in the narrowest exact types (a quarter of int64's memory, or less), each
+        padded with id ``pad_gid`` and tf 0."""
         layouts = []
-        for gid, tf, width in zip(self.gid, self.tf, self.width):
-            gid, tf = gid[:, :width], tf[:, :width]
-            gid[gid < 0] = pad_gid
+        for gid, tf, count, filled in zip(self.gid, self.tf, self.count, self.filled):
             kind = np.min_scalar_type(pad_gid)
+            gid, tf = gid[:filled], tf[:filled]
+            gid[gid < 0] = pad_gid
             gid = gid.view(kind) if kind.itemsize == gid.itemsize else gid.astype(kind)
             tf = tf.astype(np.min_scalar_type(int(tf.max(initial=0))))
-            layouts.append((np.ascontiguousarray(gid), np.ascontiguousarray(tf)))
+            layouts.append(Ragged(_starts(count), gid, tf))
         self.gid, self.tf = [], []
         return layouts
 
 
-def _columns_in(ref_gid: np.ndarray, ref_tf: np.ndarray, query_gid: np.ndarray, query_tf: np.ndarray) -> np.ndarray:
-    """For each query n-gram (row r, column j), its column in reference row r, or the pad
-    column ``ref_gid.shape[1]`` where the reference lacks it (or the query slot is padding)."""
-    rows, width = ref_gid.shape
-    present = ref_tf > 0
-    stride = int(max(ref_gid.max(initial=0), query_gid.max(initial=0))) + 1
-    ref_gid, query_gid = ref_gid.astype(np.int64), query_gid.astype(np.int64)  # row * stride + id needs 64 bits
-    keys = (np.arange(rows)[:, None] * stride + ref_gid)[present]
-    column = np.broadcast_to(np.arange(width), (rows, width))[present]
-    order = np.argsort(keys)
-    keys, column = keys[order], column[order]
-    query = np.arange(rows)[:, None] * stride + query_gid
-    if not len(keys):
-        return np.full(query.shape, width, dtype=np.int64)
-    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-    found = (keys[at] == query) & (query_tf > 0)
-    return np.where(found, column[at], width).astype(np.min_scalar_type(width))
-
-
 #: pairs (or reference rows) per chunk of the array work
 CHUNK = 4096
+
+
+def _starts(counts: np.ndarray) -> np.ndarray:
+    """:class:`Ragged`'s ``start`` of rows of ``counts`` values and their padding, as int32 where
+    it fits: 8 bytes a row otherwise, 13 MB of 4 orders' (pair, reference) rows at 80,000 pairs."""
+    lengths = counts.astype(np.int64) + 1  # counts may be uint8: 255 n-grams and a padding are 256
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if lengths.sum() < 1 << 31 else np.int64)
+
+
+def _padded(start: np.ndarray, rows: np.ndarray, width: int, *values: np.ndarray) -> list[np.ndarray]:
+    """The ``rows`` of ragged ``values`` (:class:`Ragged`) as arrays ``width`` wide, each row
+    followed by its padding as far as the width goes."""
+    first, last = start[rows], start[rows + 1] - 1
+    at = np.minimum(first[:, None] + np.arange(width), last[:, None])
+    return [v[at] for v in values]
 
 
 def chunks(n: int) -> list[slice]:
@@ -213,19 +224,79 @@ class NgramLayouts:
         self.ref_pair = np.repeat(np.arange(len(references), dtype=np.int32), self.n_refs)
         sid.clear()
         self.words = np.fromiter((len(s.split()) for s in sentences), dtype=np.int64, count=len(sentences))  # BLEU's
-        laid = OrderLayouts(len(sentences), int(self.words.max(initial=0)))
+        laid = OrderLayouts(self.words)
         laid.fill(sentences)
         self.length = np.maximum(self.words - 1, 0)  # CIDEr-D's length term: precook's count of bigrams
-        self.vocab = laid.vocab
+        self.vocab = laid.vocab  # also the padding's id
         self.layout = laid.finish(pad_gid=self.vocab)
-        # a hypothesis's n-grams fill only the columns the widest hypothesis of each order fills
-        hyps = sorted_distinct(self.hyp_sid)
-        self.hyp_width = [int((tf[hyps] > 0).sum(axis=1).max(initial=0)) for _, tf in self.layout]
-        self.columns = []
-        for (g, t), width in zip(self.layout, self.hyp_width):
-            parts = [_columns_in(g[self.ref_sid[c]], t[self.ref_sid[c]], g[self.hyp_sid[self.ref_pair[c]], :width],
-                                 t[self.hyp_sid[self.ref_pair[c]], :width]) for c in chunks(len(self.ref_pair))]
-            self.columns.append(np.concatenate(parts) if parts else np.zeros((0, width), np.uint8))
+        self.columns = [self._columns(n) for n in range(N)]
+        # the longest sentence of each pair's hypothesis and references: the width its rows are read at
+        self.pair_words = self.words[self.hyp_sid]
+        has = self.n_refs > 0
+        if has.any():
+            self.pair_words[has] = np.maximum(self.pair_words[has],
+                                              np.maximum.reduceat(self.words[self.ref_sid], self.ref_start[:-1][has]))
+
+    def pair_chunks(self, idx: np.ndarray) -> list[np.ndarray]:
+        """Positions in ``idx`` cut into chunks for the padded array work: pairs of like width
+        together (their longest sentence at most 16, 32, 64, ... words; in their order within a
+        class), ``CHUNK`` pairs of the first class a chunk and half as many for each next one. A
+        100-word answer then widens the rows of a few pairs, not of 4,096 (benchmarks/README.md)."""
+        width_class = np.searchsorted(16 << np.arange(48, dtype=np.int64), self.pair_words[idx])
+        order = np.argsort(width_class, kind="stable")
+        bounds = np.searchsorted(width_class[order], np.arange(int(width_class.max(initial=0)) + 2))
+        return [order[at:min(at + max(CHUNK >> k, 1), int(bounds[k + 1]))] for k in range(len(bounds) - 1)
+                for at in range(int(bounds[k]), int(bounds[k + 1]), max(CHUNK >> k, 1))]
+
+    def _columns(self, n: int) -> Ragged:
+        """Per (pair, reference) row, for each n-gram of order ``n`` of the pair's hypothesis, its
+        column in the reference, or the reference's length where the reference lacks it: the
+        column of its padding (``gid``; ``tf`` unused). Each row's padding is that length too."""
+        hyp = self.hyp_sid[self.ref_pair]
+        counts = self.counts(n, hyp)
+        start = _starts(counts)
+        widest = int(np.diff(self.layout[n].start).max(initial=1)) - 1
+        out = np.empty(int(start[-1]), dtype=np.min_scalar_type(widest))
+        out[start[1:] - 1] = self.counts(n, self.ref_sid)
+        stride = self.vocab + 1
+        for c in chunks(len(self.ref_pair)):
+            # a reference row's n-grams as (row, id) keys, sorted, beside their columns
+            ref_counts = self.counts(n, self.ref_sid[c])
+            owner, ids = self.entries(n, self.ref_sid[c])
+            keys = owner * stride + ids
+            order = np.argsort(keys)
+            keys, column = keys[order], ranges(np.zeros(len(ref_counts), np.int64), ref_counts)[order]
+            owner, ids = self.entries(n, hyp[c])
+            query, found = owner * stride + ids, ref_counts[owner]
+            if len(keys):
+                at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+                found = np.where(keys[at] == query, column[at], found)
+            out[ranges(start[c.start:c.stop], counts[c])] = found
+        return Ragged(start, out, np.zeros(0, np.uint8))
+
+    def counts(self, n: int, sids: np.ndarray) -> np.ndarray:
+        """The number of distinct n-grams of order ``n`` of each sentence ``sids``."""
+        start = self.layout[n].start
+        return start[sids + 1] - start[sids] - 1
+
+    def entries(self, n: int, sids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The n-grams of order ``n`` of the rows ``sids``, row after row: each one's row (its
+        index in ``sids``) and id."""
+        start, gid, _ = self.layout[n]
+        counts = self.counts(n, sids)
+        return np.repeat(np.arange(len(sids)), counts), gid[ranges(start[sids], counts)]
+
+    def rows(self, n: int, sids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ``sids`` of order ``n`` as padded ``(gid, tf)`` arrays, one column wider than
+        the longest of them: padding has the id ``vocab`` and tf 0, and a row's length is the
+        column of its first padding."""
+        start, gid, tf = self.layout[n]
+        return _padded(start, sids, int(self.counts(n, sids).max(initial=0)) + 1, gid, tf)
+
+    def column_rows(self, n: int, rows: np.ndarray, width: int) -> np.ndarray:
+        """:meth:`_columns` of the reference rows ``rows`` as a padded array ``width`` wide (at
+        least their hypotheses' n-grams), padded with each reference's length."""
+        return _padded(self.columns[n].start, rows, width, self.columns[n].gid)[0]
 
     def reference_rows(self, idx: np.ndarray) -> np.ndarray:
         """The rows of ``ref_sid`` holding the references of the pairs ``idx``, pair after pair."""
@@ -235,16 +306,17 @@ class NgramLayouts:
         """Per pair and order, BLEU's clipped count: each hypothesis n-gram's term frequency, at
         most its highest in any one reference (``cook_test``'s ``correct``); pairs in chunks."""
         out = np.zeros((len(self.n_refs), N), dtype=np.int64)
-        for n, ((_, t), width, columns) in enumerate(zip(self.layout, self.hyp_width, self.columns)):
-            held_at = np.pad(t, ((0, 0), (0, 1)))  # the last column: 0, where a reference lacks the n-gram
-            for part in chunks(len(self.n_refs)):
-                idx = np.arange(part.start, part.stop)
+        for n in range(N):
+            for idx in self.pair_chunks(np.arange(len(self.n_refs))):
                 rows = self.reference_rows(idx)
                 if not len(rows):
                     continue
-                held = held_at[self.ref_sid[rows][:, None], columns[rows]]
+                _, hyp_tf = self.rows(n, self.hyp_sid[idx])
+                start, _, tf = self.layout[n]
+                # each hypothesis n-gram's tf in each reference, read from the reference's row (0: its padding)
+                held = tf[start[self.ref_sid[rows]][:, None] + self.column_rows(n, rows, hyp_tf.shape[1])]
                 most = np.maximum.reduceat(held, np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]]), axis=0)
-                out[idx, n] = np.minimum(t[self.hyp_sid[idx], :width], most).sum(axis=1)
+                out[idx, n] = np.minimum(hyp_tf, most).sum(axis=1)
         return out
 
 

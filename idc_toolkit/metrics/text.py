@@ -36,3 +36,19 @@ def one_copy() -> Callable[[str], str]:
         return distinct.setdefault(text, text)
 
     return one
+
+
+#: characters of a text split at a time by :func:`lines_once`
+LINES_PIECE = 1 << 20
+
+
+def lines_once(text: str) -> list[str]:
+    """``text.split("\n")`` with repeated lines held once (:func:`one_copy`), split a piece at a
+    time: 400,000 CLEVR-shaped lines are never all separate objects at once."""
+    one, out, start = one_copy(), [], 0
+    while True:
+        end = text.find("\n", start + LINES_PIECE) if start + LINES_PIECE < len(text) else -1
+        out.extend(map(one, (text[start:] if end < 0 else text[start:end]).split("\n")))
+        if end < 0:
+            return out
+        start = end + 1

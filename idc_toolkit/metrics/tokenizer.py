@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import EvaluationError
-from .text import one_copy
+from .text import lines_once
 from .text_cache import TextCache
 
 
@@ -91,8 +91,7 @@ def ptb_tokenize_blocks(blocks: Sequence[Sequence[str]], timeout: float = 600.0)
     with tokens_cache(implementation) as cache:
         for k, value in cache.get(texts).items():
             if out[k] is None:
-                one = one_copy()  # a repeated caption's tokens held once, as the tokenizer's own memo holds them
-                out[k] = [one(tokens) for tokens in value.split("\n")]
+                out[k] = lines_once(value)  # a repeated caption's tokens held once, as the tokenizer's memo holds them
         todo = [k for k, tokens in enumerate(out) if tokens is None]
         if todo and implementation == PYTHON:
             from .ptb import tokenize_text
