@@ -26,13 +26,17 @@ peak memory is what the resamples add).
 ``--distinct-captions``: every caption its own text (COCO's and Spot-the-Diff's references are;
 CLEVR-Change's come from templates), so nothing repeats for the caches to share.
 
+``--long-outliers``: one reference 53 words long (Spot-the-Diff's longest) and one prediction of
+100 words (a model repeating itself up to its token limit), as real sets have; the memory a
+scoring holds must not follow the longest caption.
+
 ``--levir-no-change``: the no-change half shaped as LEVIR-CC's is (every no-change pair has the
 same five references, and a trained model answers 70% of them with one of those sentences), so
 many METEOR segments repeat; the toolkit aligns a repeated segment once, pycocoevalcap every
 time. The number of distinct segments is printed either way.
 
     python benchmarks/eval_speed.py [--pairs 8000] [--skip-naive-groups] [--levir-no-change | --distinct-captions]
-        [--fresh-repeats 3] [--ours-only] [--bootstrap N]
+        [--long-outliers] [--fresh-repeats 3] [--ours-only] [--bootstrap N]
 """
 
 from __future__ import annotations
@@ -72,6 +76,14 @@ def distinct_shaped(hyps: dict, refs: dict, seed: int = 0, vocabulary: int = 500
     for pid in refs:
         refs[pid] = [own(c) for c in refs[pid]]
         hyps[pid] = own(hyps[pid])
+
+
+def long_outliers(hyps: dict, refs: dict) -> None:
+    """The first pair's first reference made 53 words long, the second pair's prediction 100."""
+    first, second = list(refs)[:2]
+    words = " ".join(f"{refs[first][0]} and then the w{k} moved" for k in range(6)).split()
+    refs[first][0] = " ".join(words[:53])
+    hyps[second] = " ".join(f"the object w{k} has moved" for k in range(20))
 
 
 def naive_evaluation(gts_raw: dict, res_raw: dict) -> dict:
@@ -190,6 +202,7 @@ def main() -> None:
     p.add_argument("--fresh-repeats", type=int, default=3, help="alternating (f) / (g) / (g') triples (the machine's speed drifts)")
     p.add_argument("--ours-only", action="store_true", help="no naive run: (c) to (e) and (g), (g') only, and the peak memory")
     p.add_argument("--distinct-captions", action="store_true", help="every caption its own text (COCO-, Spot-the-Diff-shaped)")
+    p.add_argument("--long-outliers", action="store_true", help="one 53-word reference and one 100-word prediction")
     p.add_argument("--bootstrap", type=int, default=0, metavar="N", help="(g) and (g') with --bootstrap N (intervals for every group)")
     args = p.parse_args()
 
@@ -198,6 +211,8 @@ def main() -> None:
         levir_shaped(hyps, refs, cats)
     if args.distinct_captions:
         distinct_shaped(hyps, refs)
+    if args.long_outliers:
+        long_outliers(hyps, refs)
     groups: dict[str, list[str]] = {}
     for pid, c in cats.items():
         groups.setdefault(c, []).append(pid)
@@ -207,7 +222,9 @@ def main() -> None:
     texts = len({*hyps.values(), *(c for rs in refs.values() for c in rs)})
     print(f"{args.pairs} pairs x 5 references, groups: overall + {len(groups)} ({', '.join(groups)}); "
           f"{distinct} distinct (prediction, references) pairs, {texts} distinct captions"
-          + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else ""))
+          + (" (no-change pairs shaped as LEVIR-CC's)" if args.levir_no_change else "")
+          + (f"; longest reference {max(len(c.split()) for rs in refs.values() for c in rs)} words, longest prediction "
+             f"{max(len(h.split()) for h in hyps.values())}" if args.long_outliers else ""))
 
     naive_overall, time_a = {}, float("nan")
     if not args.ours_only:

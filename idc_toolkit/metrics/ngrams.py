@@ -172,17 +172,18 @@ CHUNK = 4096
 
 def _starts(counts: np.ndarray) -> np.ndarray:
     """:class:`Ragged`'s ``start`` of rows of ``counts`` values and their padding, as int32 where
-    it fits: 8 bytes a row otherwise, 13 MB of 4 orders' (pair, reference) rows at 80,000 pairs."""
+    it fits with room for a start plus a row's width (:func:`_padded`): 8 bytes a row otherwise,
+    13 MB of 4 orders' (pair, reference) rows at 80,000 pairs."""
     lengths = counts.astype(np.int64) + 1  # counts may be uint8: 255 n-grams and a padding are 256
-    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if lengths.sum() < 1 << 31 else np.int64)
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if lengths.sum() < 1 << 30 else np.int64)
 
 
 def _padded(start: np.ndarray, rows: np.ndarray, width: int, *values: np.ndarray) -> list[np.ndarray]:
     """The ``rows`` of ragged ``values`` (:class:`Ragged`) as arrays ``width`` wide, each row
     followed by its padding as far as the width goes."""
-    first, last = start[rows], start[rows + 1] - 1
-    at = np.minimum(first[:, None] + np.arange(width), last[:, None])
-    return [v[at] for v in values]
+    at = start[rows][:, None] + np.arange(width, dtype=start.dtype)
+    np.minimum(at, (start[rows + 1] - 1)[:, None], out=at)  # past a row's end: its padding
+    return [v.take(at) for v in values]
 
 
 def chunks(n: int) -> list[slice]:
