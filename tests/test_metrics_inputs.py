@@ -9,6 +9,7 @@ from idc_toolkit.evaluators.predictions import References, prepare
 from idc_toolkit.metrics import score_groups
 from idc_toolkit.metrics.tokenizer import C1_ONLY, ptb_tokenize
 from idc_toolkit.metrics.meteor import MeteorProcess
+from idc_toolkit.metrics import text
 from idc_toolkit.metrics.text import LINE_SEPARATORS, sanitize_caption
 
 
@@ -415,3 +416,17 @@ def test_the_chart_draws_bars_zero_lines_and_na_the_same_every_time(tmp_path):
     topmost = next(row for row in range(height) if blue in {image.getpixel((c, row)) for c in range(width)})
     swatch = [c for c in range(width) if image.getpixel((c, topmost)) == blue]  # the legend's, above every bar
     assert max(swatch) < width / 2  # the right corner holds the tallest bar: the legend goes left
+
+
+def test_lines_once_is_split_with_repeats_held_once(monkeypatch):
+    """Split a piece at a time, the lines are ``split("\\n")``'s (seams inside lines, at newlines,
+    empty lines, a trailing newline) and a repeated line is one object."""
+    import random
+
+    monkeypatch.setattr(text, "LINES_PIECE", 7)
+    rng = random.Random(0)
+    for _ in range(500):
+        joined = "\n".join(rng.choice(["", "a", "no change", "the cube moved", "\n"]) for _ in range(rng.randint(0, 40)))
+        lines = text.lines_once(joined)
+        assert lines == joined.split("\n")
+        assert len({id(line) for line in lines}) == len(set(lines))

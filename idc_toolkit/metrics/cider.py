@@ -7,8 +7,8 @@ every n-gram dictionary for every run, and rebuilds each reference's tf-idf vect
 image; here the n-grams are counted once per distinct sentence and laid out, per order, as
 rows read a chunk at a time as padded arrays (:mod:`.ngrams`, shared with BLEU: one row per
 sentence, columns in pycocoevalcap's n-gram insertion order), with each hypothesis n-gram's
-column in each of its references found once. A group is then a handful of array operations over its rows: its
-document frequencies, the tf-idf weights, norms and clipped dot products.
+column in each of its references found once. A group is then a handful of array operations over
+its rows: its document frequencies, the tf-idf weights, norms and clipped dot products.
 
 The arithmetic is pycocoevalcap's, operation for operation and in the same order
 (``float(tf) * (ref_len - log(max(1, df)))``; squared norms accumulated column by column,

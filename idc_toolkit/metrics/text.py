@@ -43,7 +43,7 @@ LINES_PIECE = 1 << 20
 
 
 def lines_once(text: str) -> list[str]:
-    """``text.split("\n")`` with repeated lines held once (:func:`one_copy`), split a piece at a
+    """``text.split("\\n")`` with repeated lines held once (:func:`one_copy`), split a piece at a
     time: 400,000 CLEVR-shaped lines are never all separate objects at once."""
     one, out, start = one_copy(), [], 0
     while True:
