@@ -178,11 +178,14 @@ def _starts(counts: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if lengths.sum() < 1 << 30 else np.int64)
 
 
-def _padded(start: np.ndarray, rows: np.ndarray, width: int, *values: np.ndarray) -> list[np.ndarray]:
-    """The ``rows`` of ragged ``values`` (:class:`Ragged`) as arrays ``width`` wide, each row
-    followed by its padding as far as the width goes."""
-    at = start[rows][:, None] + np.arange(width, dtype=start.dtype)
-    np.minimum(at, (start[rows + 1] - 1)[:, None], out=at)  # past a row's end: its padding
+def _padded(start: np.ndarray, rows: np.ndarray, width: Optional[int], *values: np.ndarray) -> list[np.ndarray]:
+    """The ``rows`` of ragged ``values`` (:class:`Ragged`) as arrays ``width`` wide (``None``: one
+    column wider than the longest of them), each row followed by its padding as far as the width goes."""
+    first, padding = start[rows], start[rows + 1] - 1
+    if width is None:
+        width = int((padding - first).max(initial=0)) + 1
+    at = first[:, None] + np.arange(width, dtype=start.dtype)
+    np.minimum(at, padding[:, None], out=at)  # past a row's end: its padding
     return [v.take(at) for v in values]
 
 
@@ -292,7 +295,7 @@ class NgramLayouts:
         the longest of them: padding has the id ``vocab`` and tf 0, and a row's length is the
         column of its first padding."""
         start, gid, tf = self.layout[n]
-        return _padded(start, sids, int(self.counts(n, sids).max(initial=0)) + 1, gid, tf)
+        return _padded(start, sids, None, gid, tf)
 
     def column_rows(self, n: int, rows: np.ndarray, width: int) -> np.ndarray:
         """:meth:`_columns` of the reference rows ``rows`` as a padded array ``width`` wide (at
