@@ -315,3 +315,54 @@ def test_ray_placement_follows_the_device_and_the_cluster():
     assert ray_placement("cpu", 0.0, 2, 100, cluster) == ("cpu", 0.0, 2)
     with pytest.raises(RunError, match="has 0 GPU"):
         ray_placement("cuda", 0.0, None, 10, {"CPU": 8.0})
+
+
+def test_a_console_script_ends_the_process_group_its_work_joined_and_keeps_a_callers(tmp_path):
+    """Left to the interpreter's exit, gloo's threads abort a rank whose work is done (SIGABRT,
+    "terminate called without an active exception"), failing a torchrun job that finished: the
+    console scripts' ``run`` destroys a group made during the command (accelerate's for the
+    Trainer, the engine's) and leaves one its caller made."""
+    import torch.distributed as dist
+
+    from idc_toolkit.cli.common import run
+    from idc_toolkit.errors import IDCError
+
+    def join(name):
+        dist.init_process_group("gloo", init_method=(tmp_path / name).as_uri(), rank=0, world_size=1)
+
+    try:
+        assert run("idc-test", lambda: join("made_by_the_work") or 0) == 0
+        assert not dist.is_initialized()
+
+        def fails():
+            join("made_then_failed")
+            raise IDCError("bad input")
+
+        assert run("idc-test", fails) == 1
+        assert not dist.is_initialized()
+        join("the_callers")
+        assert run("idc-test", lambda: 0) == 0
+        assert dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def test_the_engines_process_group_is_ended_before_the_interpreter_exits(tmp_path):
+    """A Python caller of the engine (not a console script) under torchrun: the group
+    ``init_distributed`` made is destroyed at exit, before the interpreter's finalization."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import atexit, torch.distributed as dist\n"
+            "atexit.register(lambda: print('in a group at exit:', dist.is_initialized()))\n"  # runs after the toolkit's
+            "from idc_toolkit.runs.ranks import init_distributed\n"
+            "init_distributed()\n"
+            "print('in a group:', dist.is_initialized())\n")
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["in a group: True", "in a group at exit: False"], proc.stdout

@@ -159,6 +159,9 @@ def missing_extra(exc: ModuleNotFoundError) -> str:
 
 def run(prog: str, work: Callable[[], int]) -> int:
     """Run ``work`` with the toolkit's error contract (see the module docstring)."""
+    from ..runs.ranks import in_group, leave_distributed
+
+    caller_group = in_group()  # a caller's own process group is its to end
     try:
         code = work() or 0
         sys.stdout.flush()  # inside the try: a closed pipe (`| head`) surfaces here, not at the interpreter's exit
@@ -176,3 +179,6 @@ def run(prog: str, work: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    finally:
+        if not caller_group:  # torchrun's ranks: the group accelerate made for the Trainer, or the engine's
+            leave_distributed()
