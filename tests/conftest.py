@@ -98,6 +98,16 @@ def shared() -> Path:
     return SHARED
 
 
+def pyproject() -> dict:
+    """pyproject.toml, parsed (tomllib from Python 3.11, its tomli backport before: the test extra's)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        import tomli as tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
 def ranks_stderr(text: str, keep: int = 1500, lines: int = 25) -> str:
     """A ``torchrun`` command's stderr for a failure message: the last ``lines`` lines each rank
     wrote (torchrun prefixes them ``[rankN]:``: each rank's own error, whichever failed first),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, pyproject
 
 #: where each installed package's source lives (builders/, evaluators/ and cards/ install under idc_toolkit)
 SOURCES = {"idc_toolkit": REPO / "idc_toolkit", "idc_toolkit.builders": REPO / "builders",
@@ -140,9 +140,8 @@ def test_every_file_the_demo_loads_is_installed_package_data():
     """A wheel holds a package's data files only where pyproject's package-data patterns name them
     (``bases/*/*`` alone left out InstructBLIP's ``qformer_tokenizer/``)."""
     import fnmatch
-    import tomllib
 
-    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["idc_toolkit.demo"]
+    patterns = pyproject()["tool"]["setuptools"]["package-data"]["idc_toolkit.demo"]
     demo = REPO / "idc_toolkit" / "demo"
     files = [p.relative_to(demo).as_posix() for p in (demo / "bases").rglob("*") if p.is_file() and p.name != "README.md"]
     assert files and not [f for f in files if not any(fnmatch.fnmatchcase(f, pat) and f.count("/") == pat.count("/")

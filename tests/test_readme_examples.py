@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, pyproject
 
 pytestmark = pytest.mark.java
 
@@ -79,9 +79,7 @@ def _blocks(pages: list[str] = PAGES) -> list[Block]:
 
 def _scripts() -> dict[str, str]:
     """Every console script the package installs, as pyproject.toml declares it."""
-    import tomllib
-
-    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    return pyproject()["project"]["scripts"]
 
 
 def test_every_page_with_examples_is_run():
