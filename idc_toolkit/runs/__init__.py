@@ -4,7 +4,7 @@
 * :mod:`.folder` — the folder: fingerprint check, locks, parts, atomic finalisation;
 * :mod:`.rows` — row sources addressable by range, the part grid, ``--shard i/n``;
 * :mod:`.engine` — one process, torch.distributed ranks, or Ray actors over the parts;
-* :mod:`.ranks` — which torchrun rank this is, and the barrier;
+* :mod:`.ranks` — which torchrun rank this is, the barrier, leaving the group before exit;
 * :mod:`.parquet` — parquet options and the assembly of parts into Hub-layout shards;
 * :mod:`.columns` — the column pass (a dataset in, the same dataset with new columns out).
 """

@@ -1,4 +1,5 @@
-"""Which rank this process is under torchrun / accelerate launch, and the barrier between ranks."""
+"""Which rank this process is under torchrun / accelerate launch, the barrier between ranks, and
+leaving the process group before the interpreter exits."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def in_group() -> bool:
 def leave_distributed() -> None:
     """Destroy this process's process group, if it has one, while the interpreter is whole. Left to
     the interpreter's exit, gloo's threads abort a process whose work is done (``terminate called
-    without an active exception``: 2 of 12 two-rank torchrun jobs on the project's machines)."""
+    without an active exception``: 2 of 12 torchrun jobs of a two-rank all_gather_object and barrier
+    on the project's machines)."""
     if in_group():
         sys.modules["torch.distributed"].destroy_process_group()
 
