@@ -310,16 +310,17 @@ class NgramLayouts:
         """Per pair and order, BLEU's clipped count: each hypothesis n-gram's term frequency, at
         most its highest in any one reference (``cook_test``'s ``correct``); pairs in chunks."""
         out = np.zeros((len(self.n_refs), N), dtype=np.int64)
-        for n in range(N):
-            for idx in self.pair_chunks(np.arange(len(self.n_refs))):
-                rows = self.reference_rows(idx)
-                if not len(rows):
-                    continue
-                _, hyp_tf = self.rows(n, self.hyp_sid[idx])
+        for idx in self.pair_chunks(np.arange(len(self.n_refs))):  # the chunks, their rows and offsets: one for all orders
+            rows = self.reference_rows(idx)
+            if not len(rows):
+                continue
+            firsts = np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]])
+            for n in range(N):
                 start, _, tf = self.layout[n]
+                hyp_tf = _padded(start, self.hyp_sid[idx], None, tf)[0]  # the tf alone: BLEU reads no id
                 # each hypothesis n-gram's tf in each reference, read from the reference's row (0: its padding)
                 held = tf[start[self.ref_sid[rows]][:, None] + self.column_rows(n, rows, hyp_tf.shape[1])]
-                most = np.maximum.reduceat(held, np.concatenate([[0], np.cumsum(self.n_refs[idx])[:-1]]), axis=0)
+                most = np.maximum.reduceat(held, firsts, axis=0)
                 out[idx, n] = np.minimum(hyp_tf, most).sum(axis=1)
         return out
 
