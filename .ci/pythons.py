@@ -54,7 +54,8 @@ def main(which: str) -> str:
     here = tuple(sys.version_info[:2])
     versions = found()
     if which == "lowest":
-        older = [v for v in versions if _floor() <= v < here]
+        floor = _floor()
+        older = [v for v in versions if floor <= v < here]
         return versions[min(older)] if older else sys.executable
     newer = [v for v in versions if v > here]
     return versions[max(newer)] if newer else ""

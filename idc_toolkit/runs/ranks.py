@@ -39,8 +39,5 @@ def leave_distributed() -> None:
 
 
 def barrier() -> None:
-    if dist_info()[1] > 1:
-        import torch.distributed as dist
-
-        if dist.is_initialized():
-            dist.barrier()
+    if dist_info()[1] > 1 and in_group():
+        sys.modules["torch.distributed"].barrier()
