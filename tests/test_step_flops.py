@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 
 @pytest.mark.parametrize("name, tiny", [("blip2idc", "blip2"), ("davir", "iblip")])
 def test_flops_on_slices_equal_the_whole_models_count(name, tiny, tiny_models, tmp_path):
+    import torch
     from transformers import AutoConfig
 
     from idc_toolkit.facts import DatasetFacts
@@ -32,6 +33,7 @@ def test_flops_on_slices_equal_the_whole_models_count(name, tiny, tiny_models, t
                                                  dtype="bfloat16", val_split=None)).replace(max_caption_tokens=7)
     whole = pair_flops(cls, settings, facts)
     assert step_pair_flops(cls, settings, facts) == whole > 0
+    assert pair_flops(cls, settings, facts, dtype=torch.bfloat16) == whole  # counted at float32: no dtype changes it
     longer = settings.replace(max_caption_tokens=20)
     assert pair_flops(cls, longer, facts) > whole  # the captions' tokens are in the count
 

@@ -30,9 +30,11 @@ def step_pair_flops(recipe_cls, settings, facts) -> int:
                           * (depth[stack] - 2 * period[stack]) // period[stack] for stack in STACKS))
 
 
-def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None, config: Any = None) -> int:
+def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None, config: Any = None,
+               dtype: Any = None) -> int:
     """FLOPs of one pair's forward, caption loss and backward through the model cut to ``cut``
-    periods of each stack (default: the whole model); ``config``: the base's, where already read."""
+    periods of each stack (default: the whole model); ``config``: the base's, where already read;
+    ``dtype``: the slice's weights and images (float32 by default: the count is the same at any)."""
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
@@ -42,9 +44,10 @@ def pair_flops(recipe_cls, settings, facts, cut: Optional[dict[str, int]] = None
     config = config if config is not None else base_config(settings)
     period = stack_periods(config)
     depths = {stack: cut[stack] * period[stack] for stack in STACKS} if cut else None
+    dtype = dtype or torch.float32  # bfloat16 is emulated on CPUs without AVX512-BF16: 3x slower, same count
     net, config, recipe = slice_model(recipe_cls, settings, facts, config, getattr(transformers, recipe_cls.model_class),
-                                      torch.bfloat16, depths)
-    inputs = probe_batch(recipe_cls, settings, config, torch.bfloat16, prompt_tokens(recipe, settings))
+                                      dtype, depths)
+    inputs = probe_batch(recipe_cls, settings, config, dtype, prompt_tokens(recipe, settings))
     labels = inputs.pop("labels")
     with FlopCounterMode(display=False) as counter:
         caption_loss_sum(net(**inputs).logits, labels)[0].backward()
